@@ -1,0 +1,44 @@
+"""vitbench: what a vision model costs — exact parameters and MACs, counted complexity, and
+careful measurement for Vision Transformers and CNNs.
+
+Heavy modules (torch, pandas, fvcore) load lazily, on first use of what needs them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+#: public name -> module that defines it
+_EXPORTS = {
+    "analyze": "vitbench.api",
+    "resolve_models": "vitbench.api",
+    "validate": "vitbench.counters.validate",
+    "count": "vitbench.counters",
+    "profile": "vitbench.measure.profile",
+    "sweep": "vitbench.sweep",
+    "plan": "vitbench.analytic.memory",
+    "memory_estimate": "vitbench.analytic.memory",
+    "report": "vitbench.report.study",
+    "compare": "vitbench.compare",
+    "audit": "vitbench.audit",
+    "complexity": "vitbench.analytic",
+    "build_model": "vitbench.models",
+    "resolve": "vitbench.presets",
+    "get_preset": "vitbench.presets",
+    "list_presets": "vitbench.presets",
+    "ViTSpec": "vitbench.specs",
+    "ResNetSpec": "vitbench.specs",
+    "PlainCNNSpec": "vitbench.specs",
+    "with_overrides": "vitbench.specs",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'vitbench' has no attribute {name!r}")

@@ -1,0 +1,3 @@
+from vitbench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,88 @@
+"""Analytic (closed-form) complexity: exact parameters and MACs from a spec, no torch import."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from vitbench.analytic import cnn, vit
+from vitbench.specs import ModelSpec, ViTSpec
+
+
+@dataclass(frozen=True)
+class Complexity:
+    """Exact analytic counts for one spec and batch size. ``macs`` and component MACs cover the
+    whole batch; ``params`` do not depend on it. Element-wise work is kept apart from MACs."""
+
+    spec: ModelSpec
+    batch_size: int
+    params: int
+    macs: int
+    macs_by_component: dict[str, int] = field(hash=False)
+    elementwise_by_kind: dict[str, int] = field(hash=False)
+
+    @property
+    def flops(self) -> int:
+        """FLOPs = 2 * MACs (matmul and convolution only)."""
+        return 2 * self.macs
+
+    @property
+    def elementwise_ops(self) -> int:
+        return sum(self.elementwise_by_kind.values())
+
+    @property
+    def tokens(self) -> int | None:
+        return self.spec.tokens if isinstance(self.spec, ViTSpec) else None
+
+    @property
+    def attention_matmul_macs(self) -> int:
+        """Q K^T plus attention-weighted V over all layers (0 for CNNs)."""
+        c = self.macs_by_component
+        return c.get("attn_scores", 0) + c.get("attn_values", 0)
+
+    @property
+    def attention_matmul_share(self) -> float:
+        return self.attention_matmul_macs / self.macs if self.macs else 0.0
+
+    def as_record(self) -> dict[str, Any]:
+        """Flat record with the stable column names used by CSV/JSON output."""
+        spec = self.spec
+        record: dict[str, Any] = {
+            "model": spec.name,
+            "kind": spec.kind,
+            "img_size": spec.img_size[0] if spec.img_size[0] == spec.img_size[1] else f"{spec.img_size[0]}x{spec.img_size[1]}",
+            "patch_size": getattr(spec, "patch_size", None),
+            "tokens": self.tokens,
+            "batch_size": self.batch_size,
+            "params": self.params,
+            "macs": self.macs,
+            "flops": self.flops,
+            "attn_matmul_share": self.attention_matmul_share,
+            "elementwise_ops": self.elementwise_ops,
+        }
+        for name, value in self.macs_by_component.items():
+            record[f"macs_{name}"] = value
+        return record
+
+
+def params(spec: ModelSpec) -> int:
+    """Exact trainable parameter count."""
+    return vit.params(spec) if isinstance(spec, ViTSpec) else cnn.params(spec)
+
+
+def complexity(spec: ModelSpec, batch_size: int = 1) -> Complexity:
+    """Exact params, MACs per component and element-wise work for ``batch_size`` images."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        from vitbench.errors import SpecError
+
+        raise SpecError("batch_size", batch_size, "must be a positive integer")
+    module = vit if isinstance(spec, ViTSpec) else cnn
+    components = module.macs_by_component(spec, batch_size)
+    return Complexity(
+        spec=spec,
+        batch_size=batch_size,
+        params=module.params(spec),
+        macs=sum(components.values()),
+        macs_by_component=components,
+        elementwise_by_kind=module.elementwise_by_kind(spec, batch_size),
+    )

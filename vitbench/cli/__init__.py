@@ -1,0 +1,93 @@
+"""The command line: the only place that prints or exits.
+
+Each subcommand lives in ``vitbench/cli/<name>.py`` with ``register(subparsers)``, which adds
+its parser and sets ``handler`` to a function ``(args) -> exit code``.
+
+Exit codes: 0 success; 1 a check failed (regression, counter disagreement); 2 usage, input or
+file error; 3 a run failed; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+COMMANDS = (
+    "analyze",
+    "models",
+    "validate",
+    "profile",
+    "selftest",
+    "sweep",
+    "merge",
+    "plan",
+    "report",
+    "compare",
+    "audit",
+)
+
+
+class UsageError(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2, never a usage dump."""
+
+    def error(self, message: str):  # type: ignore[override]
+        where = self.prog.removeprefix("vitbench").strip()
+        raise UsageError(f"{where}: {message}" if where else message)
+
+
+def build_parser() -> Parser:
+    from vitbench import __version__
+
+    parser = Parser(
+        prog="vitbench",
+        description="What a vision model costs: parameters, MACs, memory, throughput, latency.",
+    )
+    parser.add_argument("--version", action="version", version=f"vitbench {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"vitbench.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"vitbench.cli.{name}":
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def error(message: str) -> None:
+    print(f"vitbench: error: {message}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from vitbench.errors import VitbenchError
+
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "handler", None):
+            parser.print_help()
+            return 2
+        return int(args.handler(args) or 0)
+    except UsageError as exc:
+        error(str(exc))
+        return 2
+    except VitbenchError as exc:
+        error(str(exc))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        error("interrupted")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug: say so in one line, keep the traceback on request
+        if os.environ.get("VITBENCH_DEBUG"):
+            raise
+        error(f"internal error: {exc.__class__.__name__}: {exc} (set VITBENCH_DEBUG=1 for a traceback)")
+        return 3

@@ -1,0 +1,1 @@
+"""Presentation: formatting of records as tables, CSV, JSON and markdown; plots; reports."""
