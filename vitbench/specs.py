@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Union
 
 from vitbench.errors import SpecError
@@ -46,7 +46,8 @@ def _image_size(value: Any) -> tuple[int, int]:
     if not (isinstance(value, tuple) and len(value) == 2):
         raise SpecError("img_size", value, "must be an integer or a (height, width) pair")
     for v in value:
-        _positive("img_size", v)
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise SpecError("img_size", value, "must be positive integers")
     return value  # type: ignore[return-value]
 
 
@@ -383,5 +384,4 @@ __all__ = [
     "spec_from_dict",
     "spec_key",
     "overrides_of",
-    "field",
 ]

@@ -23,6 +23,12 @@ def register(subparsers) -> None:
         help="comma-separated: analytic, fvcore, dispatch (default analytic)",
     )
     parser.add_argument("--components", action="store_true", help="table: show per-component MACs")
+    parser.add_argument(
+        "--module-table",
+        type=int,
+        metavar="DEPTH",
+        help="also print fvcore's per-module table (parameters, MACs, activations) to this depth",
+    )
     add_format_argument(parser)
     parser.set_defaults(handler=run)
 
@@ -36,8 +42,20 @@ def run(args) -> int:
     if args.format in ("table", "markdown"):
         columns = list(TABLE_COLUMNS)
         if args.components:
-            columns += sorted({k for r in records for k in r if k.startswith("macs_")}, key=lambda k: next(i for r in records for i, kk in enumerate(r) if kk == k))
-        if len(counters) > 1 or counters != ["analytic"]:
+            columns += list(dict.fromkeys(k for r in records for k in r if k.startswith("macs_")))
+        if counters != ["analytic"]:
             columns += [c for c in COUNTER_COLUMNS + ["fvcore_flops", "fvcore_activations"] if any(c in r for r in records)]
     emit(args, records, columns)
+    if args.module_table is not None:
+        import sys
+
+        from vitbench.api import resolve_models
+        from vitbench.counters import count_detailed
+
+        for spec in resolve_models(args.models, overrides_from(args)):
+            counted = count_detailed(spec, args.batch_size, ("fvcore",), table_depth=args.module_table)
+            # fvcore's "#flops" column counts multiply-accumulates (fvcore calls a MAC a flop)
+            # plus LayerNorm/BatchNorm at 4-5 per element.
+            table = counted.fvcore_table.replace("#flops", "#fvcore flops (MACs + norms)")
+            sys.stdout.write(f"\n{spec.name}: fvcore per-module table (fvcore counts one MAC as one 'flop')\n{table}\n")
     return 0

@@ -13,7 +13,7 @@ _BYTES_SUFFIX = ("_bytes",)
 _SECONDS_SUFFIX = ("_s",)
 
 
-def si(value: float, digits: int = 3) -> str:
+def si(value: float, digits: int = 4) -> str:
     """1234567 -> '1.23 M' (powers of 1000; counts such as MACs and parameters)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""

@@ -1,0 +1,149 @@
+"""Analytic counts against values computed by hand (in comments) and against built modules."""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vitbench.analytic import complexity, params
+from vitbench.analytic import vit as vit_formulas
+from vitbench.presets import list_presets, resolve
+from vitbench.specs import ViTSpec
+
+
+def module_params(spec) -> int:
+    from vitbench.models import build_meta
+
+    return sum(p.numel() for p in build_meta(spec).parameters())
+
+
+@pytest.mark.parametrize("preset", [p.name for p in list_presets()])
+def test_params_equal_built_module(preset):
+    spec = resolve(preset)
+    assert params(spec) == module_params(spec)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "resnet34", "resnet50", "resnet101", "resnet152"])
+def test_resnet_params_equal_torchvision(name):
+    import torch
+    import torchvision
+
+    with torch.device("meta"):
+        reference = getattr(torchvision.models, name)()
+    assert params(resolve(name)) == sum(p.numel() for p in reference.parameters())
+
+
+def test_vit_b16_by_hand():
+    spec = resolve("vit-b/16")
+    # d = 768, n = 197, m = 3072, L = 12, K = 1000, C P^2 = 768
+    # patch 768*768 + 768 = 590,592; cls 768; pos 197*768 = 151,296
+    # block: 2 LN 4*768 = 3,072; qkv 3*768^2 + 3*768 = 1,771,776; proj 768^2 + 768 = 590,592;
+    #        fc1 768*3072 + 3072 = 2,362,368; fc2 3072*768 + 768 = 2,360,064 -> 7,087,872
+    # head: LN 1,536 + 768*1000 + 1000 = 770,536
+    # total 590,592 + 768 + 151,296 + 12 * 7,087,872 + 770,536 = 86,567,656
+    assert params(spec) == 86_567_656
+    c = complexity(spec)
+    # per layer: qkv 197*768*2304 = 348,585,984; scores = values = 197^2*768 = 29,805,312;
+    # proj 197*768^2 = 116,195,328; fc1 = fc2 = 197*768*3072 = 464,781,312 -> 1,453,954,560
+    # 12 layers 17,447,454,720 + patch 196*768*768 = 115,605,504 + head 768,000
+    assert c.macs_by_component["attn_scores"] == 12 * 29_805_312
+    assert c.macs == 17_563_828_224
+    assert c.flops == 2 * 17_563_828_224
+    assert c.tokens == 197
+
+
+def test_cifar_vit_patch4_by_hand():
+    spec = resolve("cifar-vit/4")
+    # d=512, n=65, m=2048, L=6: per layer qkv 65*512*1536 = 51,118,080; scores = values =
+    # 65^2*512 = 2,163,200; proj 65*512^2 = 17,039,360; fc1 = fc2 = 65*512*2048 = 68,157,440
+    # -> 208,798,720; x6 = 1,252,792,320; patch 64*512*48 = 1,572,864; head 512*2 = 1,024
+    assert complexity(spec).macs == 1_254_366_208
+    # the notebook reports these parameter counts (seed 000)
+    assert [params(resolve(f"cifar-vit/{p}")) for p in (4, 8, 16)] == [18_975_234, 19_024_386, 19_313_154]
+
+
+def test_resnet50_by_hand_totals():
+    c = complexity(resolve("resnet50"))
+    # stem: 112*112*64*3*49 = 118,013,952; classifier 2048*1000 = 2,048,000
+    assert c.macs_by_component["stem"] == 118_013_952
+    assert c.macs_by_component["classifier"] == 2_048_000
+    assert c.macs == 4_089_184_256  # the widely quoted "4.09 G" (a MAC count)
+    assert c.params == 25_557_032
+
+
+def test_small_models_of_the_documents():
+    # slides' ViT: patch 48*256+256 = 12,544; cls 256; pos 65*256 = 16,640;
+    # block 2*512 + (3*256^2 + 768) + (256^2 + 256) + (256*512 + 512) + (512*256 + 256) = 527,104
+    # head LN 512 + 256*10 + 10 = 3,082 -> 12,544 + 256 + 16,640 + 6 * 527,104 + 3,082 = 3,195,146
+    assert params(resolve("slides-vit")) == 3_195_146  # "3.2 M", 12.781 MB in fp32
+    # slides' CNN: convs 896 + 18,496 + 73,856 + 147,584 + 295,168 + 590,080, BN 128+256+512,
+    # FC 4,195,328 + 524,800 + 5,130 -> 5,852,234 ("5.9 M", 23.409 MB)
+    assert params(resolve("slides-cnn")) == 5_852_234
+    # MNIST ViT: linear 16*64+64 = 1,088; cls 64; 65 positions * 64 = 4,160;
+    # block (one shared LN) 128 + 12,288+192 + 4,096+64 + 8,192+128 + 8,192+64 = 33,344; x3;
+    # head 128 + 650 -> 106,122 ("106 K", 0.424 MB)
+    assert params(resolve("mnist-vit")) == 106_122
+    # chapter's small ResNet: 1,728 + 128 + 147,968 + 525,568 + 2,099,712 + 2,570 = 2,777,674
+    assert params(resolve("chapter-resnet-small")) == 2_777_674
+
+
+def test_attention_share_and_elementwise_kept_apart():
+    c = complexity(resolve("vit-b/16"))
+    assert c.attention_matmul_share == pytest.approx(2 * 12 * 29_805_312 / 17_563_828_224)
+    assert c.elementwise_ops > 0
+    assert c.macs == sum(c.macs_by_component.values())  # element-wise work not in MACs
+
+
+def test_batch_scales_macs_not_params():
+    spec = resolve("vit-s/16")
+    one, eight = complexity(spec, 1), complexity(spec, 8)
+    assert eight.macs == 8 * one.macs and eight.params == one.params
+
+
+def test_position_embedding_variants():
+    base = resolve("ablation-vit")  # 32 px, patch 8 -> 4x4 grid, d=256, 17 tokens
+    assert vit_formulas.pos_embed_params(base) == 17 * 256
+    assert vit_formulas.pos_embed_params(resolve("ablation-vit-pos2d")) == (4 + 4) * 128
+    assert vit_formulas.pos_embed_params(resolve("ablation-vit-nopos")) == 0
+    mean = resolve("ablation-vit-meanpool")
+    assert mean.tokens == 16 and vit_formulas.cls_token_params(mean) == 0
+
+
+vit_specs = st.builds(
+    lambda heads, head_dim, depth, patch, grid_h, grid_w, ratio, pool, pos, patch_embed, qkv_bias, final_norm, norms, chans, classes: ViTSpec(
+        img_size=(patch * grid_h, patch * grid_w),
+        patch_size=patch,
+        in_chans=chans,
+        embed_dim=heads * head_dim,
+        depth=depth,
+        num_heads=heads,
+        mlp_ratio=ratio,
+        num_classes=classes,
+        pool=pool,
+        pos_embed=pos,
+        patch_embed=patch_embed,
+        qkv_bias=qkv_bias,
+        final_norm=final_norm,
+        norms_per_block=norms,
+    ),
+    heads=st.integers(1, 6),
+    head_dim=st.sampled_from([4, 8, 12, 16]),
+    depth=st.integers(1, 4),
+    patch=st.integers(1, 8),
+    grid_h=st.integers(1, 5),
+    grid_w=st.integers(1, 5),
+    ratio=st.sampled_from([0.5, 1.0, 2.0, 4.0]),
+    pool=st.sampled_from(["cls", "mean"]),
+    pos=st.sampled_from(["learned-1d", "learned-2d", "sincos-2d", "none"]),
+    patch_embed=st.sampled_from(["conv", "linear"]),
+    qkv_bias=st.booleans(),
+    final_norm=st.booleans(),
+    norms=st.sampled_from([1, 2]),
+    chans=st.integers(1, 4),
+    classes=st.integers(1, 20),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(vit_specs)
+def test_random_vit_params_equal_module(spec):
+    assert params(spec) == module_params(spec)

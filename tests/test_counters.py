@@ -1,0 +1,131 @@
+"""Traced counts (fvcore with vitbench's handles; FlopCounterMode on meta) == analytic, exactly."""
+
+import pytest
+
+from vitbench.analytic import complexity
+from vitbench.counters import count, count_detailed
+from vitbench.counters.validate import default_resolutions, validate
+from vitbench.presets import list_presets, resolve
+
+
+@pytest.mark.parametrize("preset", [p.name for p in list_presets()])
+def test_every_preset_agrees_at_three_resolutions(preset):
+    records = validate([preset], batch_sizes=(1,), fvcore_budget_macs=60_000_000_000)
+    assert len(records) >= 3
+    for record in records:
+        if record["fvcore_macs"] is None:  # native resolution of a huge model: over the budget
+            assert "fvcore skipped" in record["notes"]
+        assert record["agree"], record
+        assert record["dispatch_macs"] == record["macs"]
+    # fvcore really ran on the small resolutions of every preset
+    assert sum(r["fvcore_macs"] is not None for r in records) >= 2
+
+
+def test_batch_sizes_agree():
+    records = validate(["vit-s/16", "resnet18", "ablation-vit-pos2d"], resolutions=[64], batch_sizes=(1, 3))
+    assert all(r["agree"] for r in records)
+    by_batch = {(r["model"], r["batch_size"]): r["fvcore_macs"] for r in records}
+    assert by_batch[("vit-s/16", 3)] == 3 * by_batch[("vit-s/16", 1)]
+
+
+def test_default_resolutions_include_non_square():
+    sizes = default_resolutions(resolve("vit-b/16"))
+    assert (224, 224) in sizes and any(h != w for h, w in sizes) and len(sizes) >= 3
+
+
+def test_complexity_notebook_fvcore_figures_reproduced_exactly():
+    # seed 000: fvcore #flops (its convention: MACs + LayerNorm at 5 per element) and #activations
+    expected = {4: (1_256_365_568, 2_232_370), 8: (324_738_560, 544_306), 16: (96_255_488, 156_850)}
+    for patch, (flops, activations) in expected.items():
+        counted = count(resolve(f"cifar-vit/{patch}"), counters=("fvcore",))
+        assert counted["fvcore_flops"] == flops
+        assert counted["fvcore_activations"] == activations
+        assert counted["fvcore_unsupported"] == ""
+
+
+def test_fvcore_convention_is_macs_plus_layernorm():
+    spec = resolve("cifar-vit/4")
+    counted = count(spec, counters=("fvcore",))
+    # 13 LayerNorms: 12 in blocks on 65x512 tokens, one on the pooled 512-vector; 5 per element
+    layernorm = 5 * (12 * 65 * 512 + 512)
+    assert counted["fvcore_flops"] == complexity(spec).macs + layernorm
+    assert counted["fvcore_macs"] == complexity(spec).macs
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "math"])
+def test_fused_and_explicit_attention_count_the_same(attention):
+    spec = resolve("ablation-vit", attention=attention)
+    counted = count(spec)
+    assert counted["fvcore_macs"] == counted["dispatch_macs"] == complexity(spec).macs
+    assert counted["fvcore_activations"] == count(resolve("ablation-vit"), counters=("fvcore",))["fvcore_activations"]
+
+
+@pytest.mark.parametrize("name, preset", [("vit_b_16", "vit-b/16"), ("vit_l_32", "vit-l/32"), ("resnet50", "resnet50")])
+def test_torchvision_models_built_by_torchvision(name, preset):
+    result = count_detailed(f"torchvision:{name}", activations=False)
+    expected = complexity(resolve(preset)).macs
+    assert result.fvcore_macs == expected
+    assert result.dispatch_macs == expected
+    assert result.fvcore_unsupported == {}
+
+
+def test_plain_fvcore_misses_native_attention_but_ours_does_not():
+    """The blind spot this project exists for: fvcore alone counts torchvision's fused attention
+    as zero (about 11.29 G instead of 17.56 G MACs for ViT-B/16)."""
+    import torch
+    import torchvision
+
+    from vitbench.counters.fvcore_counter import _silenced
+
+    with torch.device("meta"):
+        model = torchvision.models.vit_b_16().eval()
+    model = model.to_empty(device="cpu")
+    with _silenced(), torch.no_grad():
+        from fvcore.nn import FlopCountAnalysis
+
+        plain = FlopCountAnalysis(model, torch.zeros(1, 3, 224, 224))
+        plain.unsupported_ops_warnings(False)
+        plain_total = plain.total()
+        unsupported = plain.unsupported_ops()
+    assert "aten::_native_multi_head_attention" in unsupported
+    ours = count_detailed("torchvision:vit_b_16", activations=False)
+    # the attention part, one layer: 4 n d^2 + 2 n^2 d = 4*197*768^2 + 2*197^2*768
+    missing_per_layer = 4 * 197 * 768**2 + 2 * 197**2 * 768
+    layernorm = 5 * 25 * 197 * 768  # fvcore's 5 per element, 25 LayerNorms on 197 x 768
+    assert plain_total + 12 * missing_per_layer == ours.fvcore_macs + layernorm
+
+
+def test_dispatch_counts_cpu_flash_kernel():
+    """FlopCounterMode alone counts SDPA on the CPU (the flash kernel) as zero."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from vitbench.counters.dispatch import dispatch_count
+    from vitbench.models import build_uninitialized
+
+    spec = resolve("ablation-vit")
+    model = build_uninitialized(spec).eval()
+    x = torch.zeros(1, 3, 32, 32)
+    with torch.no_grad(), FlopCounterMode(display=False) as plain:
+        model(x)
+    ours = dispatch_count(model, (x,)).macs
+    c = complexity(spec)
+    assert ours == c.macs
+    assert plain.get_total_flops() // 2 == c.macs - c.attention_matmul_macs
+
+
+def test_timm_vit_if_available():
+    pytest.importorskip("timm")
+    result = count_detailed("timm:vit_small_patch16_224", activations=False)
+    assert result.fvcore_macs == result.dispatch_macs == complexity(resolve("vit-s/16")).macs
+
+
+def test_disagreement_names_the_component(monkeypatch):
+    import vitbench.analytic.vit as formulas
+
+    original = formulas.mlp_fc2_macs
+    monkeypatch.setattr(formulas, "mlp_fc2_macs", lambda spec: original(spec) + 1)
+    records = validate(["ablation-vit"], resolutions=[32], batch_sizes=(1,))
+    assert not records[0]["agree"]
+    assert "mlp_fc2" in records[0]["differing_components"]
+    assert "qkv" not in records[0]["differing_components"]

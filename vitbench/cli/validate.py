@@ -1,0 +1,69 @@
+"""`vitbench validate`: do analytic, fvcore and dispatch MACs agree? Exit 1 if not."""
+
+from __future__ import annotations
+
+from vitbench.cli.common import add_format_argument, emit, positive_int
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="check analytic == fvcore == dispatch MACs over presets, resolutions, batch sizes",
+        description="Counts every preset (or the given models; torchvision:NAME and timm:NAME "
+        "build reference models with their own library) at several resolutions and batch sizes "
+        "with both tracers and compares with the formulas, exactly. Prints the disagreements "
+        "(or every row with --all); exits 1 on any disagreement, 0 when everything agrees.",
+    )
+    parser.add_argument("models", nargs="*", metavar="MODEL", help="presets or references (default: every preset)")
+    parser.add_argument("--img-size", dest="resolutions", help="comma-separated resolutions (default: per model)")
+    parser.add_argument("--batch-sizes", default="1,2", help="comma-separated batch sizes (default 1,2)")
+    parser.add_argument("--counters", default="fvcore,dispatch", help="fvcore,dispatch (default both)")
+    parser.add_argument(
+        "--fvcore-budget", type=float, default=60e9, metavar="MACS",
+        help="skip fvcore (which executes the model) above this many MACs per trace (default 6e10)",
+    )
+    parser.add_argument("--all", action="store_true", help="print every row, not only disagreements")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+    add_format_argument(parser)
+    parser.set_defaults(handler=run)
+
+
+def _ints(text: str, flag: str) -> list[int]:
+    from vitbench.cli import UsageError
+
+    try:
+        return [positive_int(t) for t in text.split(",") if t.strip()]
+    except Exception:
+        raise UsageError(f"{flag}={text!r}: expected comma-separated positive integers") from None
+
+
+def run(args) -> int:
+    import sys
+
+    from vitbench.counters.validate import validate
+
+    resolutions = _ints(args.resolutions, "--img-size") if args.resolutions else None
+    batch_sizes = _ints(args.batch_sizes, "--batch-sizes")
+    counters = [c.strip() for c in args.counters.split(",") if c.strip()]
+    show_progress = not args.quiet and sys.stderr.isatty()
+
+    def progress(record):
+        if show_progress:
+            mark = "ok" if record["agree"] else "DISAGREE"
+            print(f"  {record['model']} {record['img_size']} b{record['batch_size']}: {mark}", file=sys.stderr)
+
+    records = validate(
+        args.models or None, resolutions, batch_sizes, counters, int(args.fvcore_budget), progress
+    )
+    bad = [r for r in records if not r["agree"]]
+    shown = records if args.all else bad
+    if args.format == "table":
+        # exact integers: a one-MAC disagreement must be visible
+        shown = [{k: f"{v:,}" if k.endswith("macs") and isinstance(v, int) else v for k, v in r.items()} for r in shown]
+    if shown or args.format != "table":
+        emit(args, shown if args.format == "table" else records)
+    print(
+        f"{len(records) - len(bad)}/{len(records)} configurations agree (analytic == fvcore == dispatch MACs)",
+        file=sys.stderr,
+    )
+    return 1 if bad else 0
