@@ -19,8 +19,8 @@ def register(subparsers) -> None:
     parser.add_argument("--batch-sizes", default="1,2", help="comma-separated batch sizes (default 1,2)")
     parser.add_argument("--counters", default="fvcore,dispatch", help="fvcore,dispatch (default both)")
     parser.add_argument(
-        "--fvcore-budget", type=float, default=60e9, metavar="MACS",
-        help="skip fvcore (which executes the model) above this many MACs per trace (default 6e10)",
+        "--fvcore-budget", type=float, default=20e9, metavar="MACS",
+        help="skip fvcore (which executes the model) above this many MACs per trace (default 2e10)",
     )
     parser.add_argument("--all", action="store_true", help="print every row, not only disagreements")
     parser.add_argument("--quiet", action="store_true", help="no progress output")

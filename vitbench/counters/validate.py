@@ -16,7 +16,7 @@ from typing import Any
 from vitbench.results import Records
 from vitbench.specs import ModelSpec, PlainCNNSpec, ResNetSpec, ViTSpec
 
-DEFAULT_FVCORE_BUDGET_MACS = 60_000_000_000
+DEFAULT_FVCORE_BUDGET_MACS = 20_000_000_000
 
 
 def resolution_step(spec: ModelSpec) -> int:

@@ -51,6 +51,8 @@ def humanize(column: str, value: Any) -> Any:
         return "" if value is None else value
     if isinstance(value, float) and math.isnan(value):
         return ""
+    if column.endswith(("_img_s", "_per_s")):  # rates, not durations
+        return si(value) if abs(value) >= 1000 else f"{value:.4g}"
     if column.endswith(_BYTES_SUFFIX):
         return binary_bytes(value)
     if column.endswith(_SECONDS_SUFFIX):

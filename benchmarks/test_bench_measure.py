@@ -1,0 +1,138 @@
+"""`vitbench profile` against a bare hand-written timing loop, and our ViT against timm's.
+
+Run (CPU, a quiet machine; each test prints its figures in the terminal summary):
+    pytest benchmarks/test_bench_measure.py -s
+
+1. For a small ViT (ViT-Ti/16) and ResNet-18, in inference and training, the throughput that
+   ``measure`` reports (batch / median step time) is within 5% of a bare loop (steps x batch /
+   elapsed) over the same model and batch, and two consecutive ``measure`` runs agree within 5%.
+   The runs are interleaved bare, measure, measure, bare; the bare figure is the mean of the two.
+2. Our ViT-S/16 is at least as fast as timm's ``VisionTransformer`` of the same configuration
+   (224 px, forward pass and training step), timed by the same loop, interleaved ours / timm
+   twice. Asserted with a 5% noise allowance (ratio >= 0.95); timm is a benchmark-only extra.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from vitbench.measure.profile import RunSettings, measure  # noqa: E402
+from vitbench.models import build_model  # noqa: E402
+from vitbench.presets import resolve  # noqa: E402
+
+MIN_TIME_S = 3.0
+TOLERANCE = 0.05
+
+
+def bare_loop(module, spec, mode: str, batch: int, seconds: float = MIN_TIME_S, warmup: int = 3) -> float:
+    """Images per second of a plain loop: steps x batch / elapsed wall time."""
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    x = torch.randn(batch, spec.in_chans, *spec.img_size)
+    y = torch.randint(0, spec.num_classes, (batch,))
+    if mode == "infer":
+        module.eval()
+
+        def step():
+            module(x)
+
+        context = torch.inference_mode()
+    else:
+        module.train()
+        optimizer = torch.optim.AdamW(module.parameters(), lr=1e-4)
+
+        def step():
+            F.cross_entropy(module(x), y).backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+
+        context = torch.enable_grad()
+    with context:
+        for _ in range(warmup):
+            step()
+        steps, start = 0, time.perf_counter()
+        while True:
+            step()
+            steps += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds and steps >= 5:
+                return steps * batch / elapsed
+
+
+def _report(request, label: str, text: str) -> None:
+    try:
+        request.getfixturevalue("report")(label, text)
+    except pytest.FixtureLookupError:
+        print(f"{label}: {text}")
+
+
+@pytest.mark.parametrize("model", ["vit-ti/16", "resnet18"])
+@pytest.mark.parametrize("mode", ["infer", "train"])
+def test_profile_matches_a_bare_loop(benchmark, request, model, mode):
+    spec = resolve(model)
+    batch = 8 if mode == "infer" else 4
+    settings = RunSettings(device="cpu", mode=mode, batch_size=batch, min_run_time_s=MIN_TIME_S, memory=False)
+    figures: dict[str, float] = {}
+
+    def compare():
+        figures["bare_1"] = bare_loop(build_model(spec), spec, mode, batch)
+        first = measure(spec, settings)
+        second = measure(spec, settings)
+        figures["bare_2"] = bare_loop(build_model(spec), spec, mode, batch)
+        assert first["status"] == second["status"] == "ok", (first["error"], second["error"])
+        figures["profile_1"] = first["throughput_img_s"]
+        figures["profile_2"] = second["throughput_img_s"]
+        figures["cv_1"], figures["cv_2"] = first["latency_cv"], second["latency_cv"]
+
+    benchmark.pedantic(compare, rounds=1, iterations=1)
+    bare = (figures["bare_1"] + figures["bare_2"]) / 2
+    vs_bare = figures["profile_1"] / bare - 1
+    between = figures["profile_2"] / figures["profile_1"] - 1
+    benchmark.extra_info.update(figures, bare_img_s=bare, profile_vs_bare=vs_bare, run_to_run=between, batch_size=batch, threads=torch.get_num_threads())
+    _report(
+        request, f"profile vs bare loop, {model} {mode} batch {batch}",
+        f"bare {figures['bare_1']:.2f}/{figures['bare_2']:.2f} img/s, profile {figures['profile_1']:.2f} then "
+        f"{figures['profile_2']:.2f} img/s (CV {figures['cv_1']:.1%}/{figures['cv_2']:.1%}); profile vs bare "
+        f"{vs_bare:+.1%}, run to run {between:+.1%}",
+    )
+    assert abs(vs_bare) <= TOLERANCE
+    assert abs(between) <= TOLERANCE
+
+
+def _timm_vit_s16():
+    timm_vit = pytest.importorskip("timm.models.vision_transformer")
+    return timm_vit.VisionTransformer(
+        img_size=224, patch_size=16, embed_dim=384, depth=12, num_heads=6, mlp_ratio=4.0,
+        qkv_bias=True, num_classes=1000, class_token=True, global_pool="token",
+    )
+
+
+@pytest.mark.parametrize("mode", ["infer", "train"])
+def test_our_vit_is_at_least_as_fast_as_timm(benchmark, request, mode):
+    spec = resolve("vit-s/16")
+    ours, theirs = build_model(spec), _timm_vit_s16()
+    n_ours = sum(p.numel() for p in ours.parameters())
+    assert n_ours == sum(p.numel() for p in theirs.parameters())  # the same configuration
+    batch = 4 if mode == "infer" else 2
+    figures: dict[str, list[float]] = {"ours": [], "timm": []}
+
+    def compare():
+        for _ in range(2):
+            figures["ours"].append(bare_loop(ours, spec, mode, batch))
+            figures["timm"].append(bare_loop(theirs, spec, mode, batch))
+
+    benchmark.pedantic(compare, rounds=1, iterations=1)
+    best_ours, best_timm = max(figures["ours"]), max(figures["timm"])
+    ratio = best_ours / best_timm
+    benchmark.extra_info.update(ours_img_s=figures["ours"], timm_img_s=figures["timm"], ratio=ratio, batch_size=batch, params=n_ours)
+    _report(
+        request, f"ours vs timm ViT-S/16 224 {mode} batch {batch}",
+        f"ours {', '.join(f'{v:.2f}' for v in figures['ours'])} img/s; timm "
+        f"{', '.join(f'{v:.2f}' for v in figures['timm'])} img/s; best ours / best timm = {ratio:.3f}",
+    )
+    assert ratio >= 1 - TOLERANCE

@@ -1,0 +1,512 @@
+"""`vitbench compare`: rules, significance, matching, file errors and output formats.
+
+Results are synthetic records written to tmp_path: per-step samples with realistic noise, and
+metrics derived from them the way the measurement harness derives them (throughput = batch /
+median step time, latency = median step time).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vitbench.cli import main
+from vitbench.compare import (
+    DEFAULT_RULES,
+    CompareResult,
+    Rule,
+    RuleError,
+    compare,
+    mann_whitney_u,
+    parse_rules,
+    render,
+)
+from vitbench.errors import InputFileError
+from vitbench.results import write_csv, write_json
+
+BATCH = 8
+
+
+def measured(model="vit-ti/16", step_s=0.010, noise=0.01, n=30, seed=0, **extra):
+    """One measured record: ``n`` per-step times around ``step_s`` with relative noise ``noise``."""
+    rng = random.Random(seed)
+    samples = [step_s * (1 + rng.gauss(0, noise)) for _ in range(n)]
+    median = statistics.median(samples)
+    record = {
+        "model": model,
+        "kind": "vit",
+        "spec_key": json.dumps({"model": model}),
+        "img_size": 224,
+        "patch_size": 16,
+        "batch_size": BATCH,
+        "device": "cpu",
+        "mode": "infer",
+        "precision": "fp32",
+        "status": "ok",
+        "throughput_img_s": BATCH / median,
+        "latency_p50_s": median,
+        "latency_p90_s": statistics.quantiles(samples, n=10)[-1],
+        "peak_memory_bytes": 200 * 2**20,
+        "params": 5_717_416,
+        "macs": 1_258_219_008 * BATCH,
+        "n_samples": n,
+        "samples_s": samples,
+        "env_device_name": "cpu",
+        "env_torch": "2.14.1",
+        "env_threads": 2,
+    }
+    record.update(extra)
+    return record
+
+
+def write(path, records, fmt=None):
+    """CSV (samples JSON-encoded, as the harness writes them) or versioned JSON."""
+    fmt = fmt or path.suffix.lstrip(".")
+    if fmt == "json":
+        write_json({"schema_version": 1, "records": records}, path)
+    else:
+        write_csv([{**r, "samples_s": json.dumps(r["samples_s"])} if "samples_s" in r else r for r in records], path)
+    return path
+
+
+def slower_factor(text):
+    """'1.25x slower' -> 1.25; '1.25x faster' -> 0.8."""
+    factor, _, word = text.partition("x ")
+    return float(factor) if word == "slower" else 1 / float(factor)
+
+
+def run_cli(capsys, *argv):
+    code = main(["compare", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --------------------------------------------------------------------------- the gate
+
+
+@pytest.mark.parametrize("suffix", ["csv", "json"])
+def test_twenty_percent_throughput_drop_fails(tmp_path, capsys, suffix):
+    base = write(tmp_path / f"base.{suffix}", [measured(seed=1)])
+    # 20% fewer images per second = every step 1.25x longer.
+    cur = write(tmp_path / f"cur.{suffix}", [measured(step_s=0.0125, seed=2)])
+    code, out, err = run_cli(capsys, base, cur, "--fail-on", "throughput:-5%")
+    assert code == 1, out + err
+    assert "REGRESSION" in out
+    assert "1.25x slower" in out
+
+    result = compare(base, cur, ["throughput:-5%"])
+    (row,) = result.regressions
+    assert row.metric == "throughput_img_s"
+    assert row.rel_change == pytest.approx(-0.20, abs=0.01)
+    assert row.p_value < 1e-6  # 30 vs 30 samples that do not overlap at all
+    assert result.exit_code == 1
+
+
+def test_one_percent_change_within_noise_passes(tmp_path, capsys):
+    base = write(tmp_path / "base.csv", [measured(seed=1)])
+    cur = write(tmp_path / "cur.csv", [measured(step_s=0.0101, seed=2)])
+    code, out, err = run_cli(capsys, base, cur, "--fail-on", "throughput:-5%", "--fail-on", "latency_p50:+5%")
+    assert code == 0, out + err
+    assert "PASS" in out
+    result = compare(base, cur, ["throughput:-5%", "latency_p50:+5%"])
+    assert {r.verdict for r in result.rows if r.rules} == {"ok"}
+
+
+def test_change_beyond_threshold_but_within_noise_is_not_significant(tmp_path):
+    noisy = [0.010, 0.012, 0.008, 0.011, 0.009]  # +-20% step-to-step noise
+    base = write(tmp_path / "base.csv", [measured(samples_s=noisy, throughput_img_s=BATCH / 0.010)])
+    slower = [x * 1.07 for x in noisy[1:] + noisy[:1]]
+    cur = write(tmp_path / "cur.csv", [measured(samples_s=slower, throughput_img_s=BATCH / 0.0107)])
+    result = compare(base, cur, ["throughput:-5%"])
+    (row,) = [r for r in result.rows if r.metric == "throughput_img_s"]
+    assert row.failed_rules == ("throughput_img_s:-5%",)  # the threshold alone would fail it
+    assert row.p_value > 0.05
+    assert row.verdict == "not significant"
+    assert result.exit_code == 0
+
+
+def test_timing_rule_without_samples_uses_threshold_and_warns(tmp_path):
+    base = measured()
+    cur = measured(step_s=0.0125)
+    del base["samples_s"], cur["samples_s"]
+    result = compare([base], [cur], ["throughput:-5%"])
+    assert result.exit_code == 1
+    assert any("significance not assessed" in w and "throughput_img_s" in w for w in result.warnings)
+
+
+def test_latency_rule_uses_the_samples(tmp_path):
+    result = compare([measured(seed=1)], [measured(step_s=0.012, seed=2)], ["latency_p50:+5%"])
+    (row,) = [r for r in result.rows if r.metric == "latency_p50_s"]
+    assert row.verdict == "REGRESSION"
+    assert slower_factor(row.ratio_text) == pytest.approx(1.20, abs=0.02)
+
+
+def test_faster_run_passes(tmp_path):
+    result = compare([measured(seed=1)], [measured(step_s=0.008, seed=2)], ["throughput:-5%", "latency_p50:+5%"])
+    assert result.exit_code == 0
+    (row,) = [r for r in result.rows if r.metric == "throughput_img_s"]
+    assert slower_factor(row.ratio_text) == pytest.approx(0.8, abs=0.02)
+
+
+def test_params_change_fails(tmp_path, capsys):
+    base = write(tmp_path / "base.csv", [measured()])
+    cur = write(tmp_path / "cur.csv", [measured(params=5_717_416 + 192)])
+    code, out, _ = run_cli(capsys, base, cur, "--fail-on", "params:0")
+    assert code == 1
+    assert "+192" in out
+
+
+def test_exact_rule_fails_on_any_change_but_signed_zero_only_one_way():
+    smaller = [measured(params=5_000_000)]
+    assert compare([measured()], smaller, ["params:0"]).exit_code == 1
+    assert compare([measured()], smaller, ["params:+0"]).exit_code == 0
+    assert compare([measured()], smaller, ["params:-0"]).exit_code == 1
+
+
+def test_model_change_caught_from_real_analytic_counts():
+    """A block added to ViT-S/16: params and MACs differ (both computed by vitbench.analytic)."""
+    from vitbench.api import analyze
+
+    base = analyze(["vit-s/16", "resnet18"])
+    cur = analyze(["vit-s/16"], depth=13) + analyze(["resnet18"])
+    result = compare(base, cur, ["params:0", "macs:0"])
+    assert {(r.configuration, r.metric) for r in result.regressions} == {
+        ("vit-s/16 224px b1", "params"),
+        ("vit-s/16 224px b1", "macs"),
+    }
+    assert compare(base, analyze(["vit-s/16", "resnet18"]), ["params:0", "macs:0"]).exit_code == 0
+
+
+def test_peak_memory_rule():
+    heavier = [measured(peak_memory_bytes=int(200 * 2**20 * 1.11))]
+    assert compare([measured()], heavier, ["peak_memory:+10%"]).exit_code == 1
+    assert compare([measured()], heavier, ["peak_memory:+12%"]).exit_code == 0
+
+
+def test_run_that_now_fails_is_a_regression():
+    failed = measured(status="oom", throughput_img_s=None, latency_p50_s=None, samples_s=None)
+    result = compare([measured()], [failed], ["throughput:-5%"])
+    (row,) = result.regressions
+    assert row.metric == "status" and "oom" in row.note
+
+
+def test_default_rules_apply_to_metrics_present():
+    result = compare([measured(seed=1)], [measured(step_s=0.0125, seed=2)])
+    assert [str(r) for r in result.rules] == [str(Rule.parse(e)) for e in DEFAULT_RULES]
+    assert {r.metric for r in result.regressions} == {"throughput_img_s", "latency_p50_s"}
+
+
+# --------------------------------------------------------------------------- file and usage errors
+
+
+def test_missing_baseline_exits_2_with_one_line(tmp_path, capsys):
+    cur = write(tmp_path / "cur.csv", [measured()])
+    code, out, err = run_cli(capsys, tmp_path / "missing.csv", cur)
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert "baseline" in err and "missing.csv" in err
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        ("name,throughput_img_s\nx,1.0\n", "no 'model' column"),
+        ("model,status\nx,ok\n", "no metric columns"),
+        ('{"schema_version": 2, "records": [{"model": "x", "macs": 1}]}', "schema_version=2"),
+        ('{"machine_info": {}, "benchmarks": []}', "pytest-benchmark"),
+        ('{"schema_version": 1, "rows": []}', "no 'records'"),
+        ("", "empty file"),
+    ],
+)
+def test_wrong_schema_exits_2(tmp_path, capsys, content, fragment):
+    bad = tmp_path / ("bad.json" if content.startswith("{") else "bad.csv")
+    bad.write_text(content)
+    good = write(tmp_path / "good.csv", [measured()])
+    code, _, err = run_cli(capsys, good, bad)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert fragment in err and "current" in err
+
+
+def test_no_common_rows_exits_2(tmp_path, capsys):
+    base = write(tmp_path / "base.csv", [measured(model="a")])
+    cur = write(tmp_path / "cur.csv", [measured(model="b")])
+    code, _, err = run_cli(capsys, base, cur)
+    assert code == 2
+    assert "no common configurations" in err
+
+
+@pytest.mark.parametrize("expr", ["throughput", "throughput:fast", "throughput:-5%%", ":5%", "throughput:5%,"])
+def test_bad_rule_exits_2_naming_it(tmp_path, capsys, expr):
+    base = write(tmp_path / "base.csv", [measured()])
+    code, _, err = run_cli(capsys, base, base, "--fail-on", expr)
+    assert code == 2
+    assert "--fail-on" in err and repr(expr) in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_explicit_rule_on_absent_metric_exits_2(tmp_path, capsys):
+    record = measured()
+    del record["peak_memory_bytes"]
+    base = write(tmp_path / "base.csv", [record])
+    code, _, err = run_cli(capsys, base, base, "--fail-on", "peak_memory:+10%")
+    assert code == 2 and "peak_memory_bytes" in err
+
+
+# --------------------------------------------------------------------------- matching, environment
+
+
+def test_rows_match_on_key_and_unmatched_rows_are_reported():
+    base = [measured("a"), measured("b"), measured("a", batch_size=1)]
+    cur = [measured("a", seed=3), measured("c"), measured("a", batch_size=1, seed=4)]
+    result = compare(base, cur, ["params:0"])
+    assert result.removed == ("b 224px b8 cpu infer fp32",)
+    assert result.added == ("c 224px b8 cpu infer fp32",)
+    assert {r.configuration for r in result.rows} == {"a 224px b8 cpu infer fp32", "a 224px b1 cpu infer fp32"}
+
+
+def test_spec_key_matches_renamed_model():
+    result = compare([measured("old-name")], [measured("new-name", spec_key=measured("old-name")["spec_key"])], ["params:0"])
+    assert {r.configuration for r in result.rows} == {"new-name 224px b8 cpu infer fp32"}
+
+
+def test_two_names_for_one_architecture_stay_apart():
+    key = measured("vit-s/16")["spec_key"]
+    base = [measured("vit-s/16"), measured("deit-s/16", spec_key=key)]
+    cur = [measured("vit-s/16"), measured("deit-s/16", spec_key=key, params=1)]
+    result = compare(base, cur, ["params:0"])
+    assert [r.configuration for r in result.regressions] == ["deit-s/16 224px b8 cpu infer fp32"]
+    assert not any("pooled" in w for w in result.warnings)
+
+
+def test_repeated_runs_are_pooled_with_a_warning():
+    base = [measured(seed=1, n=10), measured(seed=2, n=10)]
+    result = compare(base, [measured(seed=3)], ["throughput:-5%"])
+    (row,) = [r for r in result.rows if r.metric == "throughput_img_s"]
+    assert row.n_baseline == 20
+    assert any("pooled" in w for w in result.warnings)
+
+
+def test_warnings_recorded_with_results_reach_the_report():
+    cur = measured(warnings="unstable timing: CV 12%")
+    result = compare([measured()], [cur], ["params:0"])
+    assert "current vit-ti/16 224px b8 cpu infer fp32: unstable timing: CV 12%" in result.warnings
+
+
+def test_environment_difference_is_flagged_not_failed(tmp_path, capsys):
+    base = write(tmp_path / "base.csv", [measured()])
+    cur = write(tmp_path / "cur.csv", [measured(env_torch="2.15.0")])
+    code, out, _ = run_cli(capsys, base, cur, "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["env_differences"] == [{"column": "env_torch", "baseline": ["2.14.1"], "current": ["2.15.0"]}]
+    code, out, _ = run_cli(capsys, base, cur, "--format", "markdown")
+    assert "Environment differences" in out and "2.15.0" in out
+
+
+# --------------------------------------------------------------------------- output
+
+
+def test_markdown_has_summary_and_table(tmp_path, capsys):
+    base = write(tmp_path / "base.csv", [measured(seed=1), measured("b", seed=1)])
+    cur = write(tmp_path / "cur.csv", [measured(step_s=0.0125, seed=2), measured("b", seed=2)])
+    code, out, _ = run_cli(capsys, base, cur, "--format", "markdown", "--fail-on", "throughput:-5%,params:0")
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == "### vitbench compare: FAIL"
+    assert "FAIL: 1 regression" in out
+    header = next(i for i, line in enumerate(lines) if line.startswith("| configuration"))
+    assert set(lines[header + 1]) <= set("|-: ")
+    table = [line for line in lines[header + 2:] if line.startswith("|")]
+    assert len(table) == 2 * 6  # two configurations x (6 headline metrics present)
+    assert sum("REGRESSION" in line for line in table) == 1
+
+
+def test_markdown_folds_long_tables_but_lists_regressions():
+    base = [measured(f"m{i}") for i in range(8)]
+    cur = [measured(f"m{i}", params=1 if i == 3 else 5_717_416) for i in range(8)]
+    text = render(compare(base, cur, ["params:0", "macs:0", "throughput:-5%", "latency_p50:+5%"]), "markdown")
+    assert "<details><summary>All 48 comparisons</summary>" in text  # 8 configurations x 6 metrics
+    regressions = text.split("**Regressions**")[1].split("**")[0]
+    assert "m3 224px b8 cpu infer fp32 params" in regressions
+
+
+def test_values_read_from_csv_and_json_compare_equal(tmp_path):
+    """pandas reads "13.0" in a CSV as a float; the same value from JSON is a string."""
+    base = write(tmp_path / "base.json", [measured(env_cuda="13.0", batch_size=8)])
+    cur = write(tmp_path / "cur.csv", [measured(env_cuda="13.0", batch_size=8.0)])
+    result = compare(base, cur, ["params:0"])
+    assert result.env_differences == ()
+    assert len({r.configuration for r in result.rows}) == 1
+
+
+def test_json_output_is_machine_readable_and_output_file(tmp_path, capsys):
+    base = write(tmp_path / "base.json", [measured(seed=1)])
+    cur = write(tmp_path / "cur.json", [measured(step_s=0.0125, seed=2)])
+    out_file = tmp_path / "gate.json"
+    code, out, _ = run_cli(capsys, base, cur, "--format", "json", "-o", out_file, "--fail-on", "throughput:-5%")
+    assert code == 1 and out == ""
+    data = json.loads(out_file.read_text())
+    assert data["passed"] is False and data["exit_code"] == 1
+    (reg,) = data["regressions"]
+    assert reg["metric"] == "throughput_img_s" and reg["verdict"] == "REGRESSION"
+    assert reg["key"]["batch_size"] == "8" and reg["n_samples_current"] == 30
+
+
+def test_table_and_csv_render():
+    result = compare([measured(seed=1)], [measured(step_s=0.0125, seed=2)], ["throughput:-5%"])
+    assert isinstance(result, CompareResult)
+    table = render(result, "table")
+    assert "FAIL: 1 regression" in table and "1.25x slower" in table
+    csv_lines = render(result, "csv").splitlines()
+    assert csv_lines[0].startswith("configuration,metric,baseline,current")
+    assert len(csv_lines) == 1 + len(result.rows)
+
+
+def test_lazy_top_level_export(tmp_path):
+    import vitbench
+
+    result = vitbench.compare([measured()], [measured()], ["params:0"])
+    assert result.exit_code == 0 and result.regressions == ()
+
+
+# --------------------------------------------------------------------------- rules and statistics
+
+
+@pytest.mark.parametrize(
+    "expr, base, cur, violated",
+    [
+        ("throughput:-5%", 100.0, 94.9, True),
+        ("throughput:-5%", 100.0, 95.1, False),
+        ("throughput:-5%", 100.0, 150.0, False),
+        ("throughput:5%", 100.0, 94.0, True),  # unsigned: the bad direction (down) for throughput
+        ("latency_p50:5%", 1.0, 1.06, True),  # ... and up for latency
+        ("latency_p50:5%", 1.0, 0.5, False),
+        ("peak_memory:+10%", 100, 111, True),
+        ("peak_memory:+10%", 100, 109, False),
+        ("macs:0", 10, 9, True),
+        ("macs:0", 10, 10, False),
+        ("params:+1000", 5000, 6001, True),  # absolute
+        ("params:+1000", 5000, 6000, False),
+        ("custom_score:3%", 100, 96, True),  # unknown direction: either way
+        ("custom_score:3%", 100, 104, True),
+        ("custom_score:3%", 100, 102, False),
+    ],
+)
+def test_rule_semantics(expr, base, cur, violated):
+    assert Rule.parse(expr).violated(base, cur) is violated
+
+
+def test_rule_aliases_and_commas():
+    assert [r.metric for r in parse_rules(["throughput:-5%,latency_p90:+5%", "peak_memory:+10%"])] == [
+        "throughput_img_s",
+        "latency_p90_s",
+        "peak_memory_bytes",
+    ]
+    with pytest.raises(RuleError, match="--fail-on"):
+        parse_rules(["macs:1.2.3"])
+
+
+@given(
+    metric=st.sampled_from(["throughput", "latency_p50", "macs", "params", "fvcore_macs"])
+    | st.from_regex(r"[a-z_][a-z0-9_]{0,12}", fullmatch=True),
+    sign=st.sampled_from(["", "+", "-"]),
+    threshold=st.floats(min_value=0, max_value=1e18, allow_nan=False, allow_infinity=False),
+    relative=st.booleans(),
+)
+def test_rule_text_round_trips(metric, sign, threshold, relative):
+    rule = Rule.parse(f"{metric}:{sign}{threshold!r}{'%' if relative else ''}")
+    assert rule.threshold == threshold and rule.sign == sign and rule.relative is relative
+    assert Rule.parse(str(rule)) == rule
+
+
+def test_mann_whitney_by_hand():
+    # a = 1,2,3 below b = 4,5,6: rank sum of a = 6, U_a = 6 - 3*4/2 = 0; mu = 4.5;
+    # sigma^2 = 3*3/12 * 7 = 5.25; z = (4.5 - 0.5) / sqrt(5.25) = 1.7457; p = erfc(z / sqrt 2).
+    u, p = mann_whitney_u([1, 2, 3], [4, 5, 6])
+    assert u == 0
+    assert p == pytest.approx(math.erfc(4 / math.sqrt(5.25) / math.sqrt(2)))
+    assert p == pytest.approx(0.0809, abs=1e-4)
+    # Identical samples: no evidence of a shift.
+    assert mann_whitney_u([1, 1, 1], [1, 1, 1])[1] == 1.0
+
+
+try:
+    from scipy import stats as scipy_stats
+except ImportError:  # scipy is not a vitbench dependency
+    scipy_stats = None
+
+
+@pytest.mark.skipif(scipy_stats is None, reason="scipy not installed")
+@given(
+    a=st.lists(st.integers(0, 6), min_size=3, max_size=25),
+    b=st.lists(st.integers(0, 6), min_size=3, max_size=25),
+)
+def test_mann_whitney_matches_scipy_with_ties(a, b):
+    stats = scipy_stats
+    if len(set(a + b)) == 1:
+        return  # scipy returns nan for zero variance; ours returns p = 1
+    expected = stats.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic", use_continuity=True)
+    u, p = mann_whitney_u(a, b)
+    assert u == pytest.approx(expected.statistic)
+    assert p == pytest.approx(expected.pvalue, rel=1e-9, abs=1e-12)
+
+
+def test_any_numeric_column_can_be_gated_by_its_name():
+    base = [{"model": "a", "score": 100.0}]
+    assert compare(base, [{"model": "a", "score": 96.0}], ["score:-3%"]).exit_code == 1
+    assert compare(base, [{"model": "a", "score": 98.0}], ["score:-3%"]).exit_code == 0
+    with pytest.raises(InputFileError, match="no metric columns"):
+        compare(base, base)  # no rule names it, and it is not a known metric
+
+
+def test_dataframe_input():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame([measured()]).drop(columns=["samples_s"])
+    assert compare(frame, [measured(params=1)], ["params:0"]).exit_code == 1
+
+
+def test_load_errors_are_input_file_errors(tmp_path):
+    with pytest.raises(InputFileError, match="not a file"):
+        compare(tmp_path, [measured()])
+
+
+# --------------------------------------------------------------------------- the committed gate
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+BASELINE_CSV = ROOT / "benchmarks" / "baselines" / "results-baseline.csv"
+REGENERATE = (
+    "vitbench analyze vit-ti/16 vit-s/16 vit-b/16 deit-s/16 cifar-vit/4 resnet18 resnet50 "
+    "--counters analytic,dispatch --format csv -o benchmarks/baselines/results-baseline.csv"
+)
+
+
+def test_committed_results_baseline_is_current():
+    """The CI gate's baseline agrees with today's analytic counts (dispatch counts: in CI)."""
+    from vitbench.api import analyze
+    from vitbench.results import read_csv
+
+    models = [r["model"] for r in read_csv(BASELINE_CSV)]
+    result = compare(BASELINE_CSV, analyze(models), ["params:0", "macs:0"])
+    assert result.exit_code == 0, f"regenerate the baseline: {REGENERATE}\n" + render(result, "table")
+    assert len(result.rows) == 2 * len(models)
+
+
+def test_workflow_gates_against_the_committed_baseline():
+    yaml = pytest.importorskip("yaml")
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "vitbench-gate.yml").read_text())
+    steps = [step.get("run", "") for job in workflow["jobs"].values() for step in job["steps"]]
+    (gate,) = [s for s in steps if "vitbench compare benchmarks/baselines/results-baseline.csv" in s]
+    assert "--fail-on macs:0" in gate and "--fail-on params:0" in gate and "--format markdown" in gate
+    (current,) = [s for s in steps if "vitbench analyze" in s]
+    assert " ".join(current.replace("\\\n", " ").split()) == REGENERATE.replace(
+        " -o benchmarks/baselines/results-baseline.csv", " -o current.csv"
+    )
+    assert any("--benchmark-compare-fail=median:10%" in s for s in steps)

@@ -1,0 +1,96 @@
+"""`vitbench profile` and `vitbench selftest` from the command line (in-process ``main``)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+import pytest
+
+from vitbench.cli import main
+
+FAST = ["--device", "cpu", "--min-time", "0.05", "--warmup", "1", "--threads", "1", "--no-memory"]
+
+
+def _json(capsys) -> list[dict]:
+    return json.loads(capsys.readouterr().out)["records"]
+
+
+def test_profile_json_has_every_column(capsys):
+    assert main(["profile", "mnist-vit", "--batch-size", "2", "--format", "json", *FAST]) == 0
+    (r,) = _json(capsys)
+    assert r["status"] == "ok" and r["model"] == "mnist-vit" and r["batch_size"] == 2
+    assert len(r["samples_s"]) == r["n_samples"]
+    assert r["env_torch"] and r["attention_kernel"] == "cpu_flash"
+
+
+def test_profile_table_default_columns(capsys):
+    assert main(["profile", "mnist-vit", "--batch-size", "2", *FAST]) == 0
+    out = capsys.readouterr().out
+    header = out.splitlines()[0].split()
+    assert header == ["model", "batch_size", "device", "mode", "precision", "status", "throughput_img_s",
+                      "latency_p50_s", "latency_p90_s", "latency_cv", "peak_memory_bytes", "attention_kernel", "mfu"]
+
+
+def test_profile_csv_keeps_raw_samples(capsys):
+    assert main(["profile", "mnist-vit", "--mode", "infer,train", "--format", "csv", *FAST]) == 0
+    frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(frame["mode"]) == ["infer", "train"]
+    for _, row in frame.iterrows():
+        samples = json.loads(row["samples_s"])
+        assert len(samples) == row["n_samples"]
+        assert row["throughput_img_s"] == pytest.approx(1 / pd.Series(samples).median())
+
+
+def test_multi_config_run_continues_after_oom(capsys):
+    # batch 10^9 needs ~3 TB for the MNIST input alone: an allocation failure, caught
+    code = main(["profile", "mnist-vit", "--batch-size", "1000000000,2", "--format", "json", *FAST])
+    captured = capsys.readouterr()
+    rows = json.loads(captured.out)["records"]
+    assert code == 0  # an OOM row is a result, not a failure of the tool
+    assert [r["status"] for r in rows] == ["oom", "ok"]
+    assert "oom: mnist-vit (batch 1000000000" in captured.err
+
+
+def test_profile_with_memory_limit_and_auto(capsys):
+    code = main(["profile", "mnist-vit", "--batch-size", "auto", "--memory-limit", "32MiB", "--max-batch-size", "512", "--format", "json", *FAST])
+    (r,) = _json(capsys)
+    assert code == 0 and r["status"] == "ok", r["error"]
+    assert r["batch_size_auto"] and 1 <= r["batch_size"] <= 512
+
+
+@pytest.mark.parametrize(
+    "argv, field",
+    [
+        (["--precision", "fp16", "--device", "cpu"], "precision"),
+        (["--batch-size", "0"], "--batch-size"),
+        (["--mode", "eval"], "--mode"),
+        (["--attention", "flash"], "attention"),
+        (["--memory-limit", "lots"], "--memory-limit"),
+        (["--img-size", "30"], "patch_size"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, field):
+    assert main(["profile", "mnist-vit", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("vitbench: error:") and field in err
+
+
+def test_exit_3_when_every_configuration_fails(capsys, monkeypatch):
+    import vitbench.measure.workload as workload
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("simulated driver failure")
+
+    monkeypatch.setattr(workload, "build_workload", broken)
+    assert main(["profile", "mnist-vit", "--format", "json", *FAST]) == 3
+    captured = capsys.readouterr()
+    (r,) = json.loads(captured.out)["records"]
+    assert r["status"] == "error" and "simulated driver failure" in r["error"]
+
+
+def test_selftest_subset_passes(capsys):
+    assert main(["selftest", "--device", "cpu", "--only", "environment", "--only", "timing", "--only", "peak-memory"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("PASS") == 3 and "FAIL" not in out

@@ -1,0 +1,259 @@
+"""measure() / profile() on the CPU: the record, OOM rows, auto batch size, attention kernel,
+isolation, traces that TensorBoard's profiler plugin loads."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from vitbench.analytic import complexity
+from vitbench.errors import SpecError
+from vitbench.measure.attention_kernel import kernel_of, kernels_from_names, label
+from vitbench.measure.oom import error_text, is_oom, memory_cap
+from vitbench.measure.profile import RunSettings, measure, profile
+from vitbench.presets import resolve
+from vitbench.specs import ViTSpec
+
+TINY = ViTSpec(name="tiny-vit", img_size=32, patch_size=8, embed_dim=64, depth=2, num_heads=2, num_classes=10)
+FAST = dict(device="cpu", batch_size=4, min_run_time_s=0.05, warmup=1, memory=False, threads=1)
+
+#: the columns other modules (sweep, compare, report) rely on
+INTERFACE_COLUMNS = (
+    "model", "kind", "spec_key", "img_size", "patch_size", "batch_size", "device", "mode",
+    "precision", "status", "error", "throughput_img_s", "latency_p50_s", "latency_p90_s",
+    "latency_iqr_s", "latency_cv", "n_samples", "samples_s", "peak_memory_bytes",
+    "peak_reserved_bytes", "mem_params_bytes", "mem_grads_bytes", "mem_optimizer_bytes",
+    "mem_activations_bytes", "mem_temporaries_bytes", "attention_kernel", "flops_per_s", "mfu",
+    "warnings", "env_device_name", "env_torch", "env_cuda", "env_driver", "env_cpu",
+    "env_threads", "vitbench_version",
+)
+
+
+@pytest.fixture(scope="module")
+def train_record():
+    return measure(TINY, RunSettings(**{**FAST, "mode": "train", "memory": True, "peak_flops": 1e12}))
+
+
+def test_record_has_every_interface_column(train_record):
+    r = train_record
+    assert r["status"] == "ok", r["error"]
+    missing = [c for c in INTERFACE_COLUMNS if c not in r]
+    assert not missing
+    assert r["error"] is None
+    assert r["model"] == "tiny-vit" and r["device"] == "cpu" and r["mode"] == "train"
+
+
+def test_timing_columns_are_computed_from_the_raw_samples(train_record):
+    r = train_record
+    samples = r["samples_s"]
+    assert len(samples) == r["n_samples"] >= 5
+    ordered = sorted(samples)
+    assert r["latency_p50_s"] == pytest.approx(ordered[len(ordered) // 2] if len(ordered) % 2 else (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2)
+    assert r["throughput_img_s"] == pytest.approx(4 / r["latency_p50_s"])
+    assert r["latency_p90_s"] >= r["latency_p50_s"] >= min(samples)
+    assert sum(samples) * r["steps_per_sample"] >= 0.05  # the minimum run time was filled
+
+
+def test_roofline_columns(train_record):
+    r = train_record
+    macs = complexity(TINY, 4).macs
+    assert r["macs"] == macs
+    assert r["flops_per_step"] == 6 * macs  # training step: 3 x (2 x MACs)
+    assert r["flops_per_s"] == pytest.approx(6 * macs / r["latency_p50_s"])
+    assert r["mfu"] == pytest.approx(r["flops_per_s"] / 1e12) and r["peak_source"] == "user"
+    assert r["arith_intensity_linear"] > r["arith_intensity_elementwise"]
+
+
+def test_environment_is_recorded(train_record):
+    import torch
+
+    r = train_record
+    assert r["env_torch"] == torch.__version__
+    assert r["env_threads"] == 1  # the --threads setting was in force while measuring
+    assert r["env_cpu"] and r["env_device_name"] == r["env_cpu"]
+    from vitbench import __version__
+
+    assert r["vitbench_version"] == __version__
+
+
+def test_memory_pass_in_the_record(train_record):
+    n = complexity(TINY, 1).params
+    r = train_record
+    assert r["mem_params_bytes"] + r["mem_grads_bytes"] + r["mem_optimizer_bytes"] == 16 * n
+    assert r["peak_memory_bytes"] > 16 * n
+
+
+def test_attention_kernel_actually_run():
+    sdpa = measure(TINY, RunSettings(**FAST))
+    assert sdpa["attention_kernel"] == "cpu_flash"  # SDPA's CPU flash kernel on this build
+    math_ = measure(TINY, RunSettings(**FAST, attention="math"))
+    assert math_["attention"] == "math" and math_["attention_kernel"] == "explicit"
+    cnn = measure(resolve("chapter-resnet-small"), RunSettings(**{**FAST, "batch_size": 2}))
+    assert cnn["status"] == "ok" and cnn["attention_kernel"] is None
+
+
+def test_kernel_names():
+    assert kernel_of("aten::_scaled_dot_product_flash_attention_for_cpu") == "cpu_flash"
+    assert kernel_of("aten::_scaled_dot_product_flash_attention") == "flash"
+    assert kernel_of("aten::_scaled_dot_product_efficient_attention") == "mem_efficient"
+    assert kernel_of("aten::_scaled_dot_product_cudnn_attention") == "cudnn"
+    assert kernel_of("aten::_scaled_dot_product_attention_math") == "math"
+    assert kernel_of("aten::_scaled_dot_product_flash_attention_for_cpu_backward") is None
+    assert kernel_of("aten::addmm") is None
+    counts = kernels_from_names(["aten::_scaled_dot_product_flash_attention", "aten::mm", "aten::_scaled_dot_product_flash_attention"])
+    assert counts == {"flash": 2}
+    assert label(counts, True) == "flash"
+    assert label(kernels_from_names([]), True) == "unknown" and label(kernels_from_names([]), False) == "explicit"
+
+
+def test_is_oom():
+    assert is_oom(RuntimeError("[enforce fail at alloc_cpu.cpp:127] DefaultCPUAllocator: can't allocate memory: you tried to allocate 1 bytes"))
+    assert is_oom(MemoryError())
+    assert not is_oom(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+    assert not is_oom(ValueError("out of memory"))  # only allocation failures
+    assert error_text(RuntimeError("a\n  b")) == "RuntimeError: a b"
+
+
+def test_cpu_memory_cap_makes_allocations_fail_then_lifts():
+    import torch
+
+    torch.ones(1)
+    with memory_cap("cpu", 32 * 2**20):
+        with pytest.raises(RuntimeError) as info:
+            torch.empty(128 * 2**20, dtype=torch.uint8)
+        assert is_oom(info.value)
+    assert torch.empty(128 * 2**20, dtype=torch.uint8).numel() == 128 * 2**20
+
+
+def test_oom_row_does_not_stop_the_next_configurations():
+    # an absurd batch: 10^9 MNIST images would need 3 TB just for the input
+    spec = resolve("mnist-vit")
+    rows = [
+        measure(spec, RunSettings(**{**FAST, "batch_size": 10**9})),
+        measure(spec, RunSettings(**FAST)),
+        measure(TINY, RunSettings(**{**FAST, "mode": "train", "batch_size": 4096, "memory_limit_bytes": 32 * 2**20})),
+        measure(TINY, RunSettings(**{**FAST, "mode": "train"})),
+    ]
+    assert [r["status"] for r in rows] == ["oom", "ok", "oom", "ok"]
+    assert "can't allocate memory" in rows[0]["error"]
+    assert rows[0].get("throughput_img_s") is None and rows[2].get("throughput_img_s") is None
+    assert rows[1]["throughput_img_s"] > 0 and rows[3]["throughput_img_s"] > 0
+
+
+def test_auto_batch_size_under_a_memory_cap():
+    r = measure(TINY, RunSettings(**{**FAST, "batch_size": "auto", "memory_limit_bytes": 32 * 2**20, "max_batch_size": 8192}))
+    assert r["status"] == "ok", r["error"]
+    assert r["batch_size_auto"] is True
+    probes = dict((b, ok) for b, ok in r["auto_probes"])
+    found = max(b for b, ok in probes.items() if ok)
+    assert probes.get(found + 1) is False  # doubling, then bisection pinned the edge
+    assert 1 <= found < 8192
+    best = r["batch_size"]
+    # measured at the batch found, or (if that ran out of memory after all) a bit below, said so
+    assert best == found or (best < found and "ran out of memory while measuring" in r["warnings"])
+    assert r["throughput_img_s"] == pytest.approx(best / r["latency_p50_s"])
+
+
+def test_profile_splits_settings_from_spec_overrides():
+    rows = profile(["mnist-vit"], RunSettings(**FAST), attention="math", embed_dim=32, num_heads=2)
+    (r,) = rows
+    assert r["status"] == "ok"
+    assert r["attention"] == "math" and r["attention_kernel"] == "explicit"
+    assert json.loads(r["spec_key"])["embed_dim"] == 32
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif(_cuda(), reason="checks the no-CUDA errors")
+def test_bad_settings_raise_before_running():
+    with pytest.raises(SpecError, match="precision='fp16'"):
+        measure(TINY, RunSettings(device="auto", precision="fp16"))  # auto -> cpu here
+    with pytest.raises(SpecError, match="device='cuda'"):
+        measure(TINY, RunSettings(device="cuda"))
+    with pytest.raises(SpecError, match="device='cuda'"):
+        profile(["mnist-vit"], RunSettings(device="cuda"))
+
+
+def test_bf16_autocast_on_cpu():
+    r = measure(TINY, RunSettings(**{**FAST, "precision": "bf16"}))
+    assert r["status"] == "ok" and r["precision"] == "bf16"
+
+
+def test_trace_dir_one_run_per_configuration_loadable_by_tensorboard(tmp_path):
+    rows = [
+        measure(TINY, RunSettings(**{**FAST, "trace_dir": str(tmp_path)})),
+        measure(TINY, RunSettings(**{**FAST, "mode": "train", "trace_dir": str(tmp_path)})),
+    ]
+    runs = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
+    assert runs == sorted(r["trace_run"] for r in rows) and len(runs) == 2
+    for r in rows:
+        (path,) = r["trace_files"]
+        assert path.endswith(".pt.trace.json")
+        events = json.loads(Path(path).read_text())["traceEvents"]
+        assert any(e.get("name", "").startswith("aten::") for e in events)
+        assert any(e.get("name", "").startswith("ProfilerStep#") for e in events)
+    pytest.importorskip("torch_tb_profiler")
+    from torch_tb_profiler.consts import WORKER_PATTERN
+    from torch_tb_profiler.profiler.data import RunProfileData
+    from torch_tb_profiler.profiler.run_generator import RunGenerator
+
+    for r in rows:
+        path = r["trace_files"][0]
+        match = WORKER_PATTERN.match(Path(path).name)
+        assert match  # the plugin's own file-name rule
+        worker, span = match.group(1), match.group(2)[1:]
+        data = RunProfileData.parse(worker, span, path, str(tmp_path))
+        run_profile = RunGenerator(worker, span, data).generate_run_profile()
+        views = {v.display_name for v in run_profile.views}
+        assert {"Overview", "Operator", "Trace", "Memory"} <= views
+        assert run_profile.operation_table_by_name  # the plugin's operator table has rows
+
+
+def test_isolated_run_in_a_subprocess():
+    r = measure(TINY, RunSettings(**FAST, isolate=True))
+    assert r["status"] == "ok", r["error"]
+    assert r["isolate"] is True
+    assert len(r["samples_s"]) == r["n_samples"]
+    assert all(isinstance(s, float) and math.isfinite(s) for s in r["samples_s"])
+
+
+def test_isolated_run_that_dies_or_hangs_still_gives_a_row(monkeypatch):
+    import signal
+    import subprocess
+
+    from vitbench.measure import isolate
+
+    settings = RunSettings(**FAST, isolate=True, timeout_s=5)
+
+    def killed(*args, **kwargs):  # what subprocess.run returns after the kernel's OOM killer
+        return subprocess.CompletedProcess(args, -signal.SIGKILL, stdout="", stderr="")
+
+    monkeypatch.setattr(isolate.subprocess, "run", killed)
+    r = measure(TINY, settings)
+    assert r["status"] == "oom" and "SIGKILL" in r["error"] and r["model"] == "tiny-vit"
+
+    def crashed(*args, **kwargs):
+        return subprocess.CompletedProcess(args, 1, stdout="", stderr="Traceback ...\nImportError: libfoo.so\n")
+
+    monkeypatch.setattr(isolate.subprocess, "run", crashed)
+    r = measure(TINY, settings)
+    assert r["status"] == "error" and r["error"] == "isolated run exited with code 1: ImportError: libfoo.so"
+
+    def hung(*args, **kwargs):
+        raise subprocess.TimeoutExpired(args, kwargs["timeout"])
+
+    monkeypatch.setattr(isolate.subprocess, "run", hung)
+    r = measure(TINY, settings)
+    assert r["status"] == "error" and "timed out after 5" in r["error"]
+
+
+def test_channels_last_on_a_cnn():
+    r = measure(resolve("chapter-resnet-small"), RunSettings(**{**FAST, "batch_size": 2, "channels_last": True, "mode": "train"}))
+    assert r["status"] == "ok", r["error"] and r["channels_last"] is True

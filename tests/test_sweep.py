@@ -1,0 +1,162 @@
+"""Sweep grid expansion, de-duplication, invalid rows, sharding, stage rows and CLI errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from vitbench.analytic import complexity
+from vitbench.cli import main
+from vitbench.errors import VitbenchError
+from vitbench.presets import resolve
+from vitbench.store import load_results
+from vitbench.sweep import expand, parse_shard, plan_from_grid, select_shard, sweep
+
+
+def _plan(models, grid=None, **kw):
+    return plan_from_grid(models, grid, **kw)
+
+
+def test_grid_is_models_times_product_with_inapplicable_fields_skipped_and_duplicates_merged():
+    plan = _plan(["vit-b/16", "resnet50"], {"img_size": [224, 384], "patch_size": [16, 32]})
+    configs = expand(plan)
+    # ViT: 2 sizes x 2 patches = 4; ResNet-50 has no patch_size: 2 sizes (the 2 patch values
+    # would give identical ResNets, kept once).
+    assert [(c.model, c.spec.img_size[0], getattr(c.spec, "patch_size", None)) for c in configs] == [
+        ("vit-b/16", 224, 16), ("vit-b/16", 224, 32), ("vit-b/16", 384, 16), ("vit-b/16", 384, 32),
+        ("resnet50", 224, None), ("resnet50", 384, None),
+    ]
+    assert [c.index for c in configs] == list(range(6))
+    assert len({c.id for c in configs}) == 6
+
+
+def test_identical_configurations_from_different_presets_are_kept_once():
+    # vit-b/16 with patch 32 is exactly vit-b/32 (same spec_key, name aside).
+    configs = expand(_plan(["vit-b/16", "vit-b/32"], {"patch_size": [32]}))
+    assert len(configs) == 1 and configs[0].model == "vit-b/16"
+
+
+def test_ids_are_stable_and_depend_on_what_determines_the_row():
+    a = expand(_plan(["vit-s/16"], {"img_size": [224, 384]}, batch_sizes=[1, 8]))
+    b = expand(_plan(["vit-s/16"], {"img_size": [224, 384]}, batch_sizes=[1, 8]))
+    assert [c.id for c in a] == [c.id for c in b]
+    c = expand(_plan(["vit-s/16"], {"img_size": [224, 384]}, batch_sizes=[1, 8], stages=["analytic", "counters"]))
+    assert not {x.id for x in a} & {x.id for x in c}
+    assert len({x.id for x in a}) == 4  # 2 sizes x 2 batches
+
+
+def test_invalid_combination_is_a_row_not_an_abort(tmp_path):
+    # 48 px: patch 16 divides it (9 patches), patch 32 does not.
+    result = sweep(models=["vit-s/16"], grid={"img_size": [48, 64], "patch_size": [16, 32]}, out=tmp_path / "s")
+    rows = {(r["img_size"], r["patch_size"]): r for r in result.records if r["status"] == "ok"}
+    invalid = [r for r in result.records if r["status"] == "invalid"]
+    assert len(invalid) == 1
+    assert "patch_size=32" in invalid[0]["error"] and "48" in invalid[0]["error"]
+    assert set(rows) == {(48, 16), (64, 16), (64, 32)}
+    # 48/16 = 3 patches a side: 9 patches + CLS = 10 tokens.
+    assert rows[(48, 16)]["tokens"] == 10
+    assert rows[(64, 32)]["macs"] == complexity(resolve("vit-s/16", img_size=64, patch_size=32)).macs
+
+
+def test_a_grid_where_everything_is_invalid_is_a_usage_error():
+    with pytest.raises(VitbenchError, match="every configuration of the grid is invalid"):
+        expand(_plan(["vit-s/16"], {"img_size": [48], "patch_size": [32]}))
+
+
+def test_shards_partition_the_grid_deterministically():
+    configs = expand(_plan(["vit-s/16", "vit-b/16", "resnet18"], {"img_size": [224, 256, 384]}, batch_sizes=[1, 2]))
+    assert len(configs) == 18
+    shards = [select_shard(configs, (i, 4)) for i in range(1, 5)]
+    assert [len(s) for s in shards] == [5, 5, 4, 4]
+    ids = [c.id for s in shards for c in s]
+    assert sorted(ids) == sorted(c.id for c in configs)
+    assert [c.index for c in shards[1]] == [1, 5, 9, 13, 17]
+
+
+@pytest.mark.parametrize("text", ["0/4", "5/4", "1/0", "a/b", "2", "1/2/3", ""])
+def test_bad_shard_text_is_rejected(text):
+    with pytest.raises(VitbenchError, match="--shard"):
+        parse_shard(text)
+
+
+def test_shard_runs_into_its_own_store_and_shards_merge_back(tmp_path):
+    common = ["sweep", "--model", "vit-ti/16,resnet18", "--img-size", "160,224,320", "--quiet"]
+    for i in (1, 2, 3):
+        assert main(common + ["--shard", f"{i}/3", "--out", str(tmp_path / f"s{i}")]) == 0
+    assert main(["merge", str(tmp_path / "s3"), str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "all")]) == 0
+    assert main(common + ["--out", str(tmp_path / "whole")]) == 0
+    merged, _ = load_results(tmp_path / "all")
+    whole, _ = load_results(tmp_path / "whole")
+    assert [r["id"] for r in merged] == [r["id"] for r in whole]
+    assert [r["macs"] for r in merged] == [r["macs"] for r in whole]
+    assert len(merged) == 6
+
+
+def test_failing_configuration_becomes_an_error_row(tmp_path, monkeypatch):
+    import vitbench.analytic as analytic
+
+    real = analytic.complexity
+
+    def flaky(spec, batch_size=1):
+        if spec.img_size == (256, 256):
+            raise RuntimeError("boom on purpose")
+        return real(spec, batch_size)
+
+    monkeypatch.setattr(analytic, "complexity", flaky)
+    result = sweep(models=["vit-ti/16"], grid={"img_size": [224, 256, 288]}, out=tmp_path / "s")
+    statuses = {r["img_size"] if r["img_size"] else r["overrides"]: r["status"] for r in result.records}
+    assert sorted(statuses.values()) == ["error", "ok", "ok"]
+    error = next(r for r in result.records if r["status"] == "error")
+    assert error["error"] == "RuntimeError: boom on purpose"
+    assert error["overrides"] == "img_size=256"
+
+
+def test_existing_store_is_never_overwritten_without_resume_or_force(tmp_path, capsys):
+    out = str(tmp_path / "s")
+    assert main(["sweep", "--model", "vit-ti/16", "--out", out, "--quiet"]) == 0
+    assert main(["sweep", "--model", "vit-ti/16", "--out", out, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--resume" in err[0] and "--force" in err[0]
+    assert main(["sweep", "--model", "vit-ti/16,vit-s/16", "--out", out, "--quiet", "--resume"]) == 0
+    assert [r["model"] for r in load_results(out)[0]] == ["vit-ti/16", "vit-s/16"]
+
+
+def test_counters_stage_adds_traced_columns(tmp_path):
+    pytest.importorskip("fvcore")
+    result = sweep(models=["mnist-vit"], stages=["analytic", "counters"], counters=["dispatch"], out=tmp_path / "s")
+    (row,) = result.records
+    # The dispatch counter traces the built module; the MNIST ViT's exact MACs are known
+    # analytically, and the two must agree.
+    assert row["dispatch_macs"] == row["macs"] == complexity(resolve("mnist-vit")).macs
+    assert row["agree"] in (True, "True")
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["--model", "vit-b/16", "--patch-size", "abc"], "--patch-size"),
+        (["--model", "vit-b/16", "--depth", "6,x"], "--depth"),
+        (["--model", "resnet50", "--patch-size", "16"], "--patch-size"),
+        (["--model", "vit-b/99"], "--model"),
+        (["--model", "vit-b/16", "--stages", "analytic,timing"], "--stages"),
+        (["--model", "vit-b/16", "--batch-size", "1,0"], "--batch-size"),
+        (["--model", "vit-b/16", "--mode", "fast"], "--mode"),
+        (["--model", "vit-b/16", "--min-time", "-1"], "--min-time"),
+        (["--model", "vit-b/16", "--shard", "3/2"], "--shard"),
+        (["--model", "vit-s/16", "--img-size", "48", "--patch-size", "32"], "invalid"),
+        (["--img-size", "224"], "--model"),
+    ],
+)
+def test_bad_grids_fail_with_one_line_and_exit_2(argv, flag, capsys, tmp_path):
+    rc = main(["sweep", *argv, "--out", str(tmp_path / "s"), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2
+    assert len(err) == 1 and err[0].startswith("vitbench: error:") and flag in err[0]
+    assert not (tmp_path / "s" / "results.csv").exists()
+
+
+def test_dry_run_lists_the_shard_without_running(tmp_path, capsys):
+    assert main(["sweep", "--model", "vit-b/16", "--img-size", "224,384", "--patch-size", "16,32", "--shard", "2/2", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "img_size=224,patch_size=32" in out and "img_size=384,patch_size=32" in out
+    assert "patch_size=16" not in out
+    assert out.strip().endswith("2 configurations")

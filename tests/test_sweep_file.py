@@ -1,0 +1,143 @@
+"""Sweep files (YAML and TOML): the documented schema, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from vitbench.cli import main
+from vitbench.store import load_results
+from vitbench.sweep import expand
+from vitbench.sweepfile import MeasureSettings, SweepFileError, default_study_path, load_sweep_file
+
+
+def _write(tmp_path, text, name="s.yaml"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_yaml_schema_example_loads(tmp_path):
+    path = _write(tmp_path, """
+        name: patch-study
+        models: [cifar-vit/4]
+        grid: {patch_size: [4, 8, 16], img_size: [32, 64]}
+        batch_sizes: [1]
+        stages: [analytic, counters]
+        measure: {device: cpu, mode: [infer], precision: [fp32], min_time: 0.5}
+    """)
+    plan = load_sweep_file(path)
+    assert plan.name == "patch-study"
+    (study,) = plan.studies
+    assert study.grid == (("patch_size", (4, 8, 16)), ("img_size", (32, 64)))
+    assert study.stages == ("analytic", "counters")
+    assert study.measure == MeasureSettings(device="cpu", modes=("infer",), precisions=("fp32",), min_time=0.5)
+    assert len(expand(plan)) == 6
+
+
+def test_toml_file_with_studies_inherits_top_level_keys(tmp_path):
+    path = _write(tmp_path, """
+        name = "two"
+        batch_sizes = [1, 4]
+        [measure]
+        device = "cpu"
+        min_time = 0.1
+        [[studies]]
+        name = "res"
+        models = ["vit-b/16", "resnet50"]
+        grid = { img_size = [224, "384x256"] }
+        [[studies]]
+        name = "layers"
+        models = ["resnet18"]
+        batch_sizes = [2]
+        grid = { layers = [[2, 2, 2, 2], [1, 1, 1, 1]] }
+        measure = { mode = ["infer", "train"] }
+    """, "s.toml")
+    plan = load_sweep_file(path)
+    res, layers = plan.studies
+    assert res.batch_sizes == (1, 4) and layers.batch_sizes == (2,)
+    assert res.grid == (("img_size", (224, "384x256")),)
+    assert layers.grid == (("layers", ((2, 2, 2, 2), (1, 1, 1, 1))),)
+    assert layers.measure.modes == ("infer", "train") and layers.measure.min_time == 0.1
+    configs = expand(plan)
+    assert [c.spec.img_size for c in configs if c.study == "res"] == [(224, 224)] * 2 + [(384, 256)] * 2 + [(224, 224)] * 2 + [(384, 256)] * 2
+    assert [c.spec.layers for c in configs if c.study == "layers"] == [(2, 2, 2, 2), (1, 1, 1, 1)]
+
+
+def test_sweep_file_runs_from_the_cli(tmp_path):
+    path = _write(tmp_path, """
+        models: [vit-ti/16, resnet18]
+        grid: {img_size: [160, 224]}
+    """)
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "--out", str(out), "--quiet"]) == 0
+    records, sidecar = load_results(out)
+    assert [(r["model"], r["img_size"]) for r in records] == [
+        ("vit-ti/16", 160), ("vit-ti/16", 224), ("resnet18", 160), ("resnet18", 224)
+    ]
+    assert sidecar["sweep"]["name"] == "s" and sidecar["sweep"]["grid_size"] == 4
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("models: [vit-b/16]\ngrid: {patch_size: [16, 32]\n", "line 3"),  # unclosed flow mapping
+        ("models: [vit-b/16]\n  grid: 3\n", "line 2"),
+        ("models: [vit-b/16]\nbatch_size: [1]\n", "batch_size=[1]: unknown key"),
+        ("models: vit-b/16\ngrid: {pach_size: [8]}\n", "grid.pach_size=[8]: unknown spec field"),
+        ("models: [vit-b/16]\ngrid: {patch_size: []}\n", "grid.patch_size=[]: must not be empty"),
+        ("models: [vit-b/16]\ngrid: [patch_size]\n", "grid=['patch_size']: must be a mapping"),
+        ("models: [vit-b/16]\ngrid: {depth: [six]}\n", "grid.depth='six'"),
+        ("models: [resnet50]\ngrid: {patch_size: [8]}\n", "grid.patch_size=8: does not apply"),
+        ("models: [vit-b/16]\nstages: [analytic, timing]\n", "stages='timing': must be one of analytic, counters, measured"),
+        ("models: [vit-b/16]\nbatch_sizes: [1, two]\n", "batch_sizes='two': must be a positive integer"),
+        ("models: [vit-b/16]\nmeasure: {min_time: fast}\n", "measure.min_time='fast': must be a number"),
+        ("models: [vit-b/16]\nmeasure: {device: tpu}\n", "measure.device='tpu': must be one of auto, cpu, cuda"),
+        ("models: [vit-b/16]\nmeasure: {repeats: 3}\n", "measure.repeats=3: unknown key"),
+        ("grid: {img_size: [224]}\n", "models=None: is required"),
+        ("models: [vit-b/61]\n", "models='vit-b/61': unknown model"),
+        ("- models\n", "the top level must be a mapping"),
+        ("", "the file is empty"),
+        ("models: [vit-s/16]\ngrid: {img_size: [48], patch_size: [32]}\n", "every configuration of the grid is invalid"),
+        ("studies:\n  - models: [vit-b/16]\n", "studies[0].name=None: is required"),
+    ],
+)
+def test_malformed_sweep_files_fail_with_one_line_and_exit_2(tmp_path, capsys, text, needle):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    rc = main(["sweep", str(path), "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2
+    assert len(err) == 1, err
+    assert str(path) in err[0] or "every configuration" in err[0]
+    assert needle in err[0], err[0]
+    assert not (tmp_path / "out" / "results.csv").exists()
+
+
+def test_malformed_toml_names_the_line(tmp_path, capsys):
+    path = _write(tmp_path, 'models = ["vit-b/16"]\n[grid\npatch_size = [8]\n', "bad.toml")
+    assert main(["sweep", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "invalid TOML" in err[0] and "line 2" in err[0]
+
+
+def test_missing_file_and_wrong_suffix(tmp_path, capsys):
+    assert main(["sweep", str(tmp_path / "nope.yaml")]) == 2
+    (tmp_path / "s.json").write_text("{}")
+    assert main(["sweep", str(tmp_path / "s.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "no such sweep file" in err[0] and ".toml" in err[1]
+
+
+def test_grid_flags_and_a_sweep_file_do_not_mix(tmp_path, capsys):
+    path = _write(tmp_path, "models: [vit-b/16]\n")
+    assert main(["sweep", str(path), "--img-size", "384"]) == 2
+    assert "--img-size" in capsys.readouterr().err
+
+
+def test_the_built_in_default_study_validates():
+    plan = load_sweep_file(default_study_path())
+    configs = expand(plan)
+    assert {s.name for s in plan.studies} >= {"patch-size", "ablation", "resolution", "variants"}
+    assert all(c.invalid is None for c in configs)

@@ -1,0 +1,67 @@
+"""`vitbench compare`: the regression gate. Exit 0 pass, 1 regression, 2 usage or file error."""
+
+from __future__ import annotations
+
+import sys
+
+FORMATS = ("table", "markdown", "json", "csv")
+
+
+def _alpha(text: str) -> float:
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
+    return value
+
+
+def register(subparsers) -> None:
+    from vitbench.compare import DEFAULT_ALPHA, DEFAULT_RULES
+
+    parser = subparsers.add_parser(
+        "compare",
+        help="compare results against a baseline; exit 1 on a regression (CI gate)",
+        description="Match rows of two results files (CSV or JSON) by configuration key and check "
+        "each metric's change against rules. Timing regressions count only when significant "
+        "given the recorded samples. Exit codes: 0 pass, 1 regression, 2 usage or file error.",
+        epilog="Rules: METRIC:-N% fails when METRIC drops by more than N%, METRIC:+N% when it "
+        "grows by more than N%, METRIC:N% in the metric's bad direction, METRIC:[+|-]N in "
+        "absolute units, METRIC:0 on any change. Aliases: throughput, latency_p50, latency_p90, "
+        f"peak_memory; any numeric column by its name. Default: {' '.join(DEFAULT_RULES)}",
+    )
+    parser.add_argument("baseline", metavar="BASELINE", help="baseline results (CSV or JSON)")
+    parser.add_argument("current", metavar="CURRENT", help="current results (CSV or JSON)")
+    parser.add_argument(
+        "--fail-on",
+        action="append",
+        metavar="EXPR",
+        help="regression rule, repeatable or comma-separated (e.g. throughput:-5%%, params:0); "
+        "replaces the default rules",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=_alpha,
+        default=DEFAULT_ALPHA,
+        help=f"significance level for timing metrics (default {DEFAULT_ALPHA})",
+    )
+    parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    from vitbench.compare import compare, render
+
+    result = compare(args.baseline, args.current, rules=args.fail_on, alpha=args.alpha)
+    text = render(result, args.format)
+    if args.output:
+        from vitbench.results import atomic_write_text
+
+        atomic_write_text(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return result.exit_code

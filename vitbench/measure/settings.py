@@ -1,0 +1,112 @@
+"""What to measure and how: :class:`RunSettings`, validated on construction. No torch import."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any, Union
+
+from vitbench.errors import SpecError
+
+DEVICES = ("auto", "cpu", "cuda")
+MODES = ("infer", "train")
+PRECISIONS = ("fp32", "bf16", "fp16")
+ATTENTIONS = (None, "sdpa", "math")
+OPTIMIZERS = ("adamw", "sgd")
+
+BatchSize = Union[int, str]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _positive_number(name: str, value: Any, allow_none: bool = True) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise SpecError(name, value, "must be a positive number")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How one configuration is measured. ``batch_size='auto'`` searches for the largest batch
+    that fits (doubling, then bisection). Extra fields beyond the shared interface:
+    ``peak_flops`` / ``peak_bandwidth`` (FLOP/s, bytes/s: override the device table, needed for
+    MFU on a CPU), ``memory_limit_bytes`` (an artificial cap: a fraction of the GPU, or an
+    address-space data limit on the CPU), ``max_batch_size`` (upper end of the auto search),
+    ``min_samples`` and ``timeout_s`` (per isolated configuration)."""
+
+    device: str = "auto"
+    mode: str = "infer"
+    batch_size: BatchSize = 1
+    precision: str = "fp32"
+    channels_last: bool = False
+    compile: bool = False
+    attention: str | None = None
+    threads: int | None = None
+    optimizer: str = "adamw"
+    min_run_time_s: float = 1.0
+    warmup: int = 3
+    memory: bool = True
+    trace_dir: str | None = None
+    isolate: bool = False
+    peak_flops: float | None = None
+    peak_bandwidth: float | None = None
+    memory_limit_bytes: int | None = None
+    max_batch_size: int = 4096
+    min_samples: int = 5
+    timeout_s: float | None = None
+
+    def __post_init__(self) -> None:
+        for name, choices in (
+            ("device", DEVICES),
+            ("mode", MODES),
+            ("precision", PRECISIONS),
+            ("attention", ATTENTIONS),
+            ("optimizer", OPTIMIZERS),
+        ):
+            if getattr(self, name) not in choices:
+                shown = ", ".join("none" if c is None else c for c in choices)
+                raise SpecError(name, getattr(self, name), f"must be one of {shown}")
+        if self.batch_size != "auto" and not (_is_int(self.batch_size) and self.batch_size > 0):
+            raise SpecError("batch_size", self.batch_size, "must be a positive integer or 'auto'")
+        for name in ("channels_last", "compile", "memory", "isolate"):
+            if not isinstance(getattr(self, name), bool):
+                raise SpecError(name, getattr(self, name), "must be true or false")
+        if self.threads is not None and not (_is_int(self.threads) and self.threads > 0):
+            raise SpecError("threads", self.threads, "must be a positive integer")
+        if not (_is_int(self.warmup) and self.warmup >= 1):
+            raise SpecError("warmup", self.warmup, "must be an integer >= 1")
+        if not (_is_int(self.min_samples) and self.min_samples >= 1):
+            raise SpecError("min_samples", self.min_samples, "must be an integer >= 1")
+        if not (_is_int(self.max_batch_size) and self.max_batch_size >= 1):
+            raise SpecError("max_batch_size", self.max_batch_size, "must be a positive integer")
+        _positive_number("min_run_time_s", self.min_run_time_s, allow_none=False)
+        for name in ("peak_flops", "peak_bandwidth", "timeout_s"):
+            _positive_number(name, getattr(self, name))
+        if self.memory_limit_bytes is not None and not (
+            _is_int(self.memory_limit_bytes) and self.memory_limit_bytes > 0
+        ):
+            raise SpecError("memory_limit_bytes", self.memory_limit_bytes, "must be a positive integer")
+        if self.device == "cpu" and self.precision == "fp16":
+            raise SpecError(
+                "precision", "fp16", "fp16 autocast needs --device cuda; use bf16 or fp32 on the CPU"
+            )
+
+    def replace(self, **changes: Any) -> "RunSettings":
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunSettings":
+        known = {f.name for f in fields(cls)}
+        for name, value in data.items():
+            if name not in known:
+                raise SpecError(name, value, "unknown run setting")
+        return cls(**data)
+
+
+def settings_fields() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(RunSettings))

@@ -1,0 +1,118 @@
+"""The thing being measured: a model, a batch of inputs and one step (inference forward pass,
+or a training step = forward, cross-entropy loss, backward, optimizer step, gradients set to
+None), built for a device, precision and memory format."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from vitbench.errors import SpecError
+from vitbench.measure.settings import RunSettings
+from vitbench.specs import ModelSpec, ViTSpec, with_overrides
+
+AUTOCAST_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+
+
+def effective_spec(spec: ModelSpec, settings: RunSettings) -> ModelSpec:
+    """``spec`` with the run's attention implementation applied (ViTs only)."""
+    if settings.attention and isinstance(spec, ViTSpec) and spec.attention != settings.attention:
+        return with_overrides(spec, attention=settings.attention)
+    return spec
+
+
+def check_precision(device: str, precision: str) -> None:
+    if precision == "fp16" and not device.startswith("cuda"):
+        raise SpecError("precision", "fp16", "fp16 autocast needs --device cuda; use bf16 or fp32 on the CPU")
+
+
+@dataclass
+class Workload:
+    model: Any
+    inputs: Any
+    targets: Any
+    optimizer: Any
+    device: str
+    batch_size: int
+    mode: str
+    precision: str
+    run: Callable[[int], None] = field(repr=False)
+    extras: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def close(self) -> None:
+        """Drop every reference to tensors so their memory can be released."""
+        self.model = self.inputs = self.targets = self.optimizer = None
+        self.run = _closed
+        self.extras.clear()
+
+
+def _closed(steps: int) -> None:
+    raise RuntimeError("workload already closed")
+
+
+def make_optimizer(name: str, parameters):
+    import torch
+
+    if name == "adamw":
+        return torch.optim.AdamW(parameters, lr=1e-4)
+    return torch.optim.SGD(parameters, lr=1e-2, momentum=0.9)
+
+
+def build_workload(spec: ModelSpec, settings: RunSettings, batch_size: int, device: str) -> Workload:
+    """Model, random inputs and labels on ``device``; ``run(n)`` performs n steps."""
+    import torch
+    import torch.nn.functional as F
+
+    from vitbench.models import build_model
+
+    check_precision(device, settings.precision)
+    spec = effective_spec(spec, settings)
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = build_model(spec)
+    memory_format = torch.channels_last if settings.channels_last else torch.contiguous_format
+    if settings.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    c, (h, w) = spec.in_chans, spec.img_size
+    inputs = torch.randn(batch_size, c, h, w, device=device).contiguous(memory_format=memory_format)
+    targets = torch.randint(0, spec.num_classes, (batch_size,), device=device)
+    device_type = "cuda" if device.startswith("cuda") else "cpu"
+    dtype = getattr(torch, AUTOCAST_DTYPES[settings.precision]) if settings.precision in AUTOCAST_DTYPES else None
+
+    def autocast():
+        return torch.autocast(device_type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
+
+    forward = torch.compile(model) if settings.compile else model
+    optimizer = None
+    extras: dict[str, Any] = {}
+
+    if settings.mode == "infer":
+        model.eval()
+
+        def run(steps: int) -> None:
+            with torch.inference_mode(), autocast():
+                for _ in range(steps):
+                    forward(inputs)
+
+    else:
+        model.train()
+        optimizer = make_optimizer(settings.optimizer, model.parameters())
+        scaler = torch.amp.GradScaler(device_type) if settings.precision == "fp16" else None
+        extras["scaler"] = scaler
+
+        def run(steps: int) -> None:
+            for _ in range(steps):
+                with autocast():
+                    loss = F.cross_entropy(forward(inputs), targets)
+                if scaler is not None:
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    loss.backward()
+                    optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+
+    return Workload(model, inputs, targets, optimizer, device, batch_size, settings.mode, settings.precision, run, extras)

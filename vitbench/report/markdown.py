@@ -1,0 +1,69 @@
+"""Markdown building blocks for reports: tables (tabulate, humanised cells), images, sections."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from vitbench.report.format import humanize, si
+
+Column = tuple[str, str]  # (record key, header shown)
+
+
+def cell(key: str, value: Any) -> str:
+    """One humanised cell; text passes through, None/NaN is empty."""
+    if isinstance(value, str):
+        return value
+    shown = humanize(key, value)
+    return "" if shown is None else str(shown)
+
+
+def table(records: Sequence[dict[str, Any]], columns: Sequence[Column | str]) -> str:
+    """A GitHub-flavoured markdown table of ``records`` with the given columns and headers."""
+    from tabulate import tabulate
+
+    cols = [(c, c) if isinstance(c, str) else c for c in columns]
+    rows = [[cell(key, r.get(key)) for key, _ in cols] for r in records]
+    return tabulate(rows, headers=[h for _, h in cols], tablefmt="github", disable_numparse=True)
+
+
+def image(path: str, alt: str, caption: str) -> str:
+    return f"![{alt}]({path})\n\n*{caption}*"
+
+
+def ratio(a: float, b: float, digits: int = 3) -> str:
+    """'4.30x' (a / b)."""
+    if not b:
+        return "n/a"
+    return f"{a / b:.{digits}g}x"
+
+
+def pct(value: float, digits: int = 1) -> str:
+    return f"{100 * value:.{digits}f}%"
+
+
+def count(value: float | None) -> str:
+    """A count with SI prefix and the exact value: '17.6 G (17,563,828,224)'."""
+    if value is None:
+        return "n/a"
+    return f"{si(value)} ({int(value):,})"
+
+
+class Document:
+    """An ordered list of markdown blocks."""
+
+    def __init__(self) -> None:
+        self.blocks: list[str] = []
+
+    def add(self, *blocks: str) -> None:
+        self.blocks.extend(b.rstrip() for b in blocks if b)
+
+    def heading(self, level: int, text: str) -> None:
+        self.add("#" * level + " " + text)
+
+    def bullets(self, items: Sequence[str]) -> None:
+        if items:
+            self.add("\n".join(f"- {item}" for item in items))
+
+    def render(self) -> str:
+        return "\n\n".join(self.blocks) + "\n"
