@@ -10,10 +10,16 @@ Run (CPU, a quiet machine; each test prints its figures in the terminal summary)
 2. Our ViT-S/16 is at least as fast as timm's ``VisionTransformer`` of the same configuration
    (224 px, forward pass and training step), timed by the same loop, interleaved ours / timm
    twice. Asserted with a 5% noise allowance (ratio >= 0.95); timm is a benchmark-only extra.
+
+Both sides of every comparison use torch's thread count; ``VITBENCH_BENCH_THREADS=N`` sets it
+(on a loaded machine, 1 thread avoids the stalls of an oversubscribed thread pool).
+``VITBENCH_BENCH_MIN_TIME=S`` sets the seconds per timed run (default 3). The 5% bounds assume a
+quiet machine: other processes on the cores make any two timings disagree by more than that.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -24,8 +30,18 @@ from vitbench.measure.profile import RunSettings, measure  # noqa: E402
 from vitbench.models import build_model  # noqa: E402
 from vitbench.presets import resolve  # noqa: E402
 
-MIN_TIME_S = 3.0
+#: seconds per timed run (``VITBENCH_BENCH_MIN_TIME`` overrides: longer runs average out more noise)
+MIN_TIME_S = float(os.environ.get("VITBENCH_BENCH_MIN_TIME", "3"))
 TOLERANCE = 0.05
+
+
+@pytest.fixture(autouse=True)
+def _threads():
+    previous = torch.get_num_threads()
+    if os.environ.get("VITBENCH_BENCH_THREADS"):
+        torch.set_num_threads(int(os.environ["VITBENCH_BENCH_THREADS"]))
+    yield
+    torch.set_num_threads(previous)
 
 
 def bare_loop(module, spec, mode: str, batch: int, seconds: float = MIN_TIME_S, warmup: int = 3) -> float:
@@ -95,7 +111,7 @@ def test_profile_matches_a_bare_loop(benchmark, request, model, mode):
     between = figures["profile_2"] / figures["profile_1"] - 1
     benchmark.extra_info.update(figures, bare_img_s=bare, profile_vs_bare=vs_bare, run_to_run=between, batch_size=batch, threads=torch.get_num_threads())
     _report(
-        request, f"profile vs bare loop, {model} {mode} batch {batch}",
+        request, f"profile vs bare loop, {model} {mode} batch {batch}, {torch.get_num_threads()} threads",
         f"bare {figures['bare_1']:.2f}/{figures['bare_2']:.2f} img/s, profile {figures['profile_1']:.2f} then "
         f"{figures['profile_2']:.2f} img/s (CV {figures['cv_1']:.1%}/{figures['cv_2']:.1%}); profile vs bare "
         f"{vs_bare:+.1%}, run to run {between:+.1%}",
@@ -129,9 +145,9 @@ def test_our_vit_is_at_least_as_fast_as_timm(benchmark, request, mode):
     benchmark.pedantic(compare, rounds=1, iterations=1)
     best_ours, best_timm = max(figures["ours"]), max(figures["timm"])
     ratio = best_ours / best_timm
-    benchmark.extra_info.update(ours_img_s=figures["ours"], timm_img_s=figures["timm"], ratio=ratio, batch_size=batch, params=n_ours)
+    benchmark.extra_info.update(ours_img_s=figures["ours"], timm_img_s=figures["timm"], ratio=ratio, batch_size=batch, params=n_ours, threads=torch.get_num_threads())
     _report(
-        request, f"ours vs timm ViT-S/16 224 {mode} batch {batch}",
+        request, f"ours vs timm ViT-S/16 224 {mode} batch {batch}, {torch.get_num_threads()} threads",
         f"ours {', '.join(f'{v:.2f}' for v in figures['ours'])} img/s; timm "
         f"{', '.join(f'{v:.2f}' for v in figures['timm'])} img/s; best ours / best timm = {ratio:.3f}",
     )

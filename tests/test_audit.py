@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from vitbench import audit as audit_module
-from vitbench.audit import (
+from vitbench import claims as audit_module
+from vitbench.claims import (
     CATALOGUE,
     VERDICTS,
     CatalogueError,

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vitbench.cli import main
-from vitbench.compare import (
+from vitbench.gate import (
     DEFAULT_RULES,
     CompareResult,
     Rule,

@@ -55,10 +55,17 @@ def test_peak_is_the_largest_instant_and_has_a_breakdown(adamw_train):
 
 def test_sgd_momentum_keeps_one_buffer_per_parameter():
     n, _ = _module_params(SMALL_VIT)
-    r = peak_memory(SMALL_VIT, RunSettings(device="cpu", mode="train", batch_size=4, optimizer="sgd", threads=1))
+    r = peak_memory(SMALL_VIT, RunSettings(device="cpu", mode="train", batch_size=4, optimizer="sgd-momentum", threads=1))
     assert r["mem_optimizer_bytes"] == 4 * n
     assert r["mem_optimizer_steps_bytes"] == 0
     assert r["mem_params_bytes"] + r["mem_grads_bytes"] + r["mem_optimizer_bytes"] == 12 * n
+
+
+def test_plain_sgd_keeps_no_optimizer_state():
+    n, _ = _module_params(SMALL_VIT)
+    r = peak_memory(SMALL_VIT, RunSettings(device="cpu", mode="train", batch_size=4, optimizer="sgd", threads=1))
+    assert r["mem_optimizer_bytes"] == 0
+    assert r["mem_params_bytes"] + r["mem_grads_bytes"] == 8 * n
 
 
 def test_inference_holds_no_gradients_or_optimizer_state():

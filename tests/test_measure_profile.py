@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from _fresh import in_fresh_process
 
 from vitbench.analytic import complexity
 from vitbench.errors import SpecError
@@ -117,6 +118,7 @@ def test_is_oom():
     assert error_text(RuntimeError("a\n  b")) == "RuntimeError: a b"
 
 
+@in_fresh_process
 def test_cpu_memory_cap_makes_allocations_fail_then_lifts():
     import torch
 
@@ -128,6 +130,7 @@ def test_cpu_memory_cap_makes_allocations_fail_then_lifts():
     assert torch.empty(128 * 2**20, dtype=torch.uint8).numel() == 128 * 2**20
 
 
+@in_fresh_process
 def test_oom_row_does_not_stop_the_next_configurations():
     # an absurd batch: 10^9 MNIST images would need 3 TB just for the input
     spec = resolve("mnist-vit")
@@ -143,6 +146,7 @@ def test_oom_row_does_not_stop_the_next_configurations():
     assert rows[1]["throughput_img_s"] > 0 and rows[3]["throughput_img_s"] > 0
 
 
+@in_fresh_process
 def test_auto_batch_size_under_a_memory_cap():
     r = measure(TINY, RunSettings(**{**FAST, "batch_size": "auto", "memory_limit_bytes": 32 * 2**20, "max_batch_size": 8192}))
     assert r["status"] == "ok", r["error"]

@@ -10,7 +10,7 @@ import pytest
 from vitbench.analytic import complexity
 from vitbench.cli import main
 from vitbench.presets import resolve
-from vitbench.report.study import attention_linear_crossover, report
+from vitbench.reporting.study import attention_linear_crossover, report
 from vitbench.specs import spec_key
 from vitbench.store import Store
 

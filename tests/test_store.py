@@ -76,9 +76,11 @@ def test_resume_keeps_old_cells_byte_for_byte(tmp_path):
 
 def test_two_writers_cannot_share_a_store(tmp_path):
     with Store.open(tmp_path):
+        assert (tmp_path / ".lock").exists()
         with pytest.raises(VitbenchError, match="another vitbench sweep"):
             Store.open(tmp_path, resume=True)
     Store.open(tmp_path, resume=True).close()  # released on close
+    assert not (tmp_path / ".lock").exists()  # and no stray lock file is left behind
 
 
 def test_newer_schema_is_refused(tmp_path):

@@ -9,7 +9,7 @@ from vitbench.cli import main
 from vitbench.errors import VitbenchError
 from vitbench.presets import resolve
 from vitbench.store import load_results
-from vitbench.sweep import expand, parse_shard, plan_from_grid, select_shard, sweep
+from vitbench.sweeps import expand, parse_shard, plan_from_grid, select_shard, sweep
 
 
 def _plan(models, grid=None, **kw):

@@ -8,8 +8,8 @@ import pytest
 
 from vitbench.cli import main
 from vitbench.store import load_results
-from vitbench.sweep import expand
-from vitbench.sweepfile import MeasureSettings, SweepFileError, default_study_path, load_sweep_file
+from vitbench.sweeps import expand
+from vitbench.sweepfile import MeasureSettings, default_study_path, load_sweep_file
 
 
 def _write(tmp_path, text, name="s.yaml"):

@@ -18,12 +18,12 @@ _EXPORTS = {
     "validate": "vitbench.counters.validate",
     "count": "vitbench.counters",
     "profile": "vitbench.measure.profile",
-    "sweep": "vitbench.sweep",
+    "sweep": "vitbench.sweeps",
     "plan": "vitbench.analytic.memory",
     "memory_estimate": "vitbench.analytic.memory",
-    "report": "vitbench.report.study",
-    "compare": "vitbench.compare",
-    "audit": "vitbench.audit",
+    "report": "vitbench.reporting.study",
+    "compare": "vitbench.gate",
+    "audit": "vitbench.claims",
     "complexity": "vitbench.analytic",
     "build_model": "vitbench.models",
     "resolve": "vitbench.presets",
@@ -40,5 +40,7 @@ __all__ = ["__version__", *_EXPORTS]
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value  # later lookups skip __getattr__
+        return value
     raise AttributeError(f"module 'vitbench' has no attribute {name!r}")

@@ -4,7 +4,7 @@ A store is a directory::
 
     results.csv    one row per completed configuration (``id`` column = the configuration's id)
     results.json   sidecar: schema_version, sweep metadata, environment, raw per-row samples
-    .lock          held (flock) while a sweep writes, so two sweeps cannot share a directory
+    .lock          exists (and is flock-ed) only while a sweep writes: two sweeps cannot share it
 
 Both files are rewritten atomically (temporary file, fsync, rename) after every row, the JSON
 first: a crash, ``kill -9`` or out-of-memory kill at any moment leaves the previous complete
@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,19 +157,32 @@ class Store:
             import fcntl
         except ImportError:  # not POSIX: no lock, still atomic writes
             return
-        handle = open(self.directory / LOCK_NAME, "a+")  # noqa: SIM115 - held until close()
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        path = self.directory / LOCK_NAME
+        for _ in range(3):
+            handle = open(path, "a+")  # noqa: SIM115 - held until close()
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.close()
+                raise StoreBusyError(
+                    f"out={str(self.directory)!r}: another vitbench sweep is writing this directory "
+                    "(give each shard its own --out)"
+                ) from None
+            # The previous holder removes the file on close: make sure ours is still the one there.
+            try:
+                same = os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._lock = handle
+                return
             handle.close()
-            raise StoreBusyError(
-                f"out={str(self.directory)!r}: another vitbench sweep is writing this directory "
-                "(give each shard its own --out)"
-            ) from None
-        self._lock = handle
+        raise StoreBusyError(f"out={str(self.directory)!r}: could not lock the directory (busy)")
 
     def close(self) -> None:
         if self._lock is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.directory / LOCK_NAME)  # while still holding it: no stray file left
             with contextlib.suppress(OSError):
                 self._lock.close()
             self._lock = None

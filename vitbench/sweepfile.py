@@ -56,7 +56,7 @@ DEVICES = ("auto", "cpu", "cuda")
 MODES = ("infer", "train")
 PRECISIONS = ("fp32", "bf16", "fp16")
 ATTENTIONS = ("sdpa", "math")
-OPTIMIZERS = ("adamw", "sgd")
+OPTIMIZERS = ("adamw", "sgd", "sgd-momentum")
 
 TOP_KEYS = ("name", "description", "out", "models", "grid", "batch_sizes", "stages", "counters", "measure", "studies")
 STUDY_KEYS = ("name", "description", "models", "grid", "batch_sizes", "stages", "counters", "measure")

@@ -4,8 +4,8 @@ attention matrices, peak training and inference memory. Pure Python, no torch im
 Notation as in :mod:`vitbench.analytic.vit` (B batch, n tokens, d width, h heads, m MLP width,
 P parameters); ``w`` is the bytes of one activation value: 4 in fp32, 2 under bf16/fp16
 autocast, where matmuls, convolutions, attention, GELU, dropout and BatchNorm outputs are
-16-bit, while weights, gradients, optimizer state, LayerNorm statistics and the ViT residual
-stream (fp32 once an fp32 CLS token or position table is added to it) stay fp32.
+16-bit, while weights, gradients, optimizer state, LayerNorm outputs and statistics, the loss and
+the ViT residual stream (fp32 once an fp32 CLS token or position table is added to it) stay fp32.
 
 Closed forms (exact):
     weights     = 4 P                    (fp32 master weights, at every precision)
@@ -19,18 +19,19 @@ what each backward node allocates (input gradients, weight gradients, oneDNN reo
 and frees (its saved tensors, the incoming gradient), and the optimizer's temporaries. Every
 allocation is a candidate for the peak and is affine in the batch, ``a_k B + c_k``, so
 
-    peak(B) = 4 P + optimizer + max_k (a_k B + c_k)
+    peak(B) = 4 P + buffers + optimizer state (+ AdamW step counters) + max_k (a_k B + c_k)
 
-is a maximum of affine functions: convex and non-decreasing in B, which lets :func:`plan`
-solve for the largest batch exactly. The replay follows PyTorch 2.x on the CPU (oneDNN
-convolutions, the CPU flash-attention kernel, CPU dropout) and was checked against the
-allocator events of ``torch.profiler`` (tests/test_memory_model.py).
+a maximum of affine functions: convex and increasing in B, which lets :func:`plan` solve for
+the largest batch exactly. (B = 1 gets its own replay: PyTorch picks some CPU convolution
+kernels differently for a single image.) The replay follows PyTorch 2.x on the CPU: oneDNN
+convolutions, the CPU flash-attention kernel, CPU dropout, the single-tensor optimizers; it was
+checked against what autograd saves and against the profiler's allocator events
+(tests/test_memory_model.py; approximations in :func:`memory_estimate`).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +84,20 @@ def optimizer_bytes(params: int, optimizer: str = "adamw") -> int:
     return OPTIMIZER_BUFFERS[optimizer] * FP32_BYTES * params
 
 
+def buffers_bytes(spec: ModelSpec) -> int:
+    """Module buffers, held like the weights: per BatchNorm of C channels running_mean and
+    running_var (2 * 4 C) and num_batches_tracked (8); the ViT's fixed sin-cos table (4 N d)."""
+    if isinstance(spec, ViTSpec):
+        return FP32_BYTES * spec.num_patches * spec.embed_dim if spec.pos_embed == "sincos-2d" else 0
+    from vitbench.analytic.cnn import cnn_layers
+
+    return sum(
+        layer.params * FP32_BYTES + INDEX_BYTES  # params = 2 C (weight and bias)
+        for layer in cnn_layers(spec)
+        if layer.op == "batchnorm"
+    )
+
+
 def attention_matrix_bytes(spec: ModelSpec, batch_size: int = 1, precision: str = "fp32") -> int:
     """One layer's attention probabilities softmax(Q K^T / sqrt(d_h)): B * h * n^2 * w bytes.
 
@@ -121,6 +136,8 @@ class _Replay:
         self.points: list[tuple[int, int]] = []
         self.marks: dict[str, tuple[int, int]] = {}
         self.cache: list[_Tensor] = []  # autocast's weight-cast cache (freed on leaving autocast)
+        self.pending: list[tuple[_Tensor, int]] = []  # 16-bit weight grads awaiting ToCopy
+        self.uncached: list[_Tensor] = []  # weight casts of the running operator (inference)
 
     def new(self, per_image: int = 0, const: int = 0) -> _Tensor:
         self.a += per_image
@@ -152,25 +169,36 @@ class _Replay:
         self.drop(*[self.new(p, c) for p, c in sizes])
 
     def cast_weight(self, count: int, width: int) -> _Tensor | None:
-        """Autocast's cached 16-bit copy of a weight (None in fp32)."""
-        if not self.low:
+        """Autocast's 16-bit copy of a weight (None in fp32 or for no weight). With grad it is
+        cached until autocast exits; under inference_mode autocast does not cache, and the
+        copy goes when the operator returns (``end_op``)."""
+        if not self.low or not count:
             return None
         t = self.new(0, width * count)
-        self.cache.append(t)
+        (self.cache if self.grad else self.uncached).append(t)
         return t
+
+    def end_op(self) -> None:
+        self.drop(*self.uncached)
+        self.uncached = []
 
     def leave_autocast(self) -> None:
         self.drop(*self.cache)
         self.cache = []
 
     def weight_grad(self, count: int, width: int) -> None:
-        """.grad of a weight used in 16 bits: a 16-bit grad, then ToCopyBackward's fp32 copy."""
+        """The .grad of a weight (kept). Used in 16 bits, the node yields a 16-bit gradient;
+        ToCopyBackward makes the fp32 one after the node has freed its inputs (``flush``)."""
         if self.low and width != FP32_BYTES:
-            g = self.new(0, width * count)
-            self.new(0, FP32_BYTES * count)
-            self.drop(g)
+            self.pending.append((self.new(0, width * count), count))
         else:
             self.new(0, FP32_BYTES * count)
+
+    def flush(self) -> None:
+        for g, count in self.pending:
+            self.new(0, FP32_BYTES * count)
+            self.drop(g)
+        self.pending = []
 
     def mark(self, name: str) -> None:
         self.marks[name] = (self.a, self.c)
@@ -230,14 +258,26 @@ def _vit_step(spec: ViTSpec, r: _Replay, w: int, attention: str) -> None:
     stream_fp32 = rw == FP32_BYTES
     drop = train and spec.dropout > 0
     attn_drop = train and spec.attn_dropout > 0
+    # The CPU flash kernel has no dropout: SDPA then falls back to its math path, which on the
+    # CPU upcasts 16-bit q, k, v to fp32 (aw: the width inside attention).
+    fallback = attention == "sdpa" and attn_drop
+    if fallback:
+        attention = "math"
+    aw = FP32_BYTES if (fallback and low) else w
 
-    def linear(x: _Tensor, x_fp32: bool, fan_in: int, fan_out: int, rows: int, bias: bool = True):
-        """y = x W^T + b saves its input and weight; under autocast the 16-bit casts of W, b and
-        of an fp32 input are what is saved. Returns (y, saved input, saved weight copy)."""
-        wc = r.cast_weight(fan_in * fan_out + (fan_out if bias else 0), w)
+    def linear(x: _Tensor, x_fp32: bool, fan_in: int, fan_out: int, rows: int, bias: bool = True,
+               input_grad: bool = True):
+        """y = x W^T + b saves its input (for dW) and, when x needs a gradient, its weight;
+        under autocast the 16-bit casts of W and of an fp32 input are what is saved (the cast
+        bias only sits in autocast's cache). Returns (y, saved input, saved weight copy)."""
+        wc = r.cast_weight(fan_in * fan_out, w)
+        r.cast_weight(fan_out if bias else 0, w)
         xin = r.new(rows * fan_in * w) if (low and x_fp32) else x
         y = r.new(rows * fan_out * w)
-        r.save(xin, wc)
+        r.end_op()
+        r.save(xin, wc if input_grad else None)
+        if not input_grad:
+            wc = None
         if xin is not x:
             r.drop(xin)
         return y, xin, wc
@@ -258,6 +298,7 @@ def _vit_step(spec: ViTSpec, r: _Replay, w: int, attention: str) -> None:
             g32 = r.new(rows * fan_in * FP32_BYTES)
             r.drop(gi)
             gi = g32
+        r.flush()
         return gi
 
     def dropout(x: _Tensor, elements: int, width_: int):
@@ -286,28 +327,31 @@ def _vit_step(spec: ViTSpec, r: _Replay, w: int, attention: str) -> None:
 
     # --- forward: patch embedding, tokens, positions ----------------------------------------
     image = r.new(C * height * width * FP32_BYTES)  # the batch and its targets, held by the caller
-    target = r.new(INDEX_BYTES) if train else None
-    pe_count = spec.patch_dim * d + d
+    _labels = r.new(INDEX_BYTES) if train else None  # held by the caller for the whole step
+    pe_weights = spec.patch_dim * d
     if spec.patch_embed == "conv":
-        wc = r.cast_weight(pe_count, w)
+        wc = r.cast_weight(spec.patch_dim * d, w)
+        r.cast_weight(d, w)
         img_in = r.new(C * height * width * w) if low else image
         # the kernel choice of _CNN.conv: im2col for 16 bits, or B = 1 with a patch <= 3
         slow_pe = low or (r.batch_one and spec.patch_size <= 3 and C * height * width <= 20480)
-        if slow_pe:  # im2col columns are a transient
-            r.transient((spec.patch_dim * N * w, 0))
+        if slow_pe:  # im2col columns live until the output exists
+            cols = r.new(spec.patch_dim * N * w)
             tokens = r.new(N * d * w)
+            r.drop(cols)
         else:  # oneDNN: weight reorder, output in its own layout, then a plain copy
-            r.transient((0, FP32_BYTES * pe_count))
+            r.transient((0, FP32_BYTES * pe_weights))
             blocked = r.new(N * d * w)
             tokens = r.new(N * d * w)
             r.drop(blocked)
+        r.end_op()
         r.save(img_in, wc)
         if img_in is not image:
             r.drop(img_in)
         pe_saved = (img_in, wc)
     else:
         patches = r.new(C * height * width * FP32_BYTES)  # reshape of the permuted view copies
-        tokens, pe_in, pe_wc = linear(patches, True, spec.patch_dim, d, N)
+        tokens, pe_in, pe_wc = linear(patches, True, spec.patch_dim, d, N, input_grad=False)
         r.drop(patches)
         pe_saved = (pe_in, pe_wc)
     x = tokens
@@ -347,23 +391,28 @@ def _vit_step(spec: ViTSpec, r: _Replay, w: int, attention: str) -> None:
             s["sdpa"] = (qkv, out, lse)
             attn_out = out
         else:
-            qs = r.new(nd * w)  # q * scale
-            qc = r.new(nd * w)  # matmul folds the non-contiguous q and k^T into copies
-            kc = r.new(nd * w)
-            scores = r.new(hnn * w)
+            upcast = [r.new(nd * aw) for _ in range(3)] if aw != w else []  # q, k, v to fp32
+            qs = r.new(nd * aw)  # q * scale
+            qc = r.new(nd * aw)  # matmul folds the non-contiguous q and k^T into copies
+            kc = r.new(nd * aw)
+            scores = r.new(hnn * aw)
             r.save(qc, kc)
             r.drop(qs, qc, kc)
-            probs = r.new(hnn * w)  # softmax saves its output
+            probs = r.new(hnn * aw)  # softmax saves its output
             r.save(probs)
             r.drop(scores)
             attn_noise = None
             used = probs
             if attn_drop:
-                used, attn_noise = dropout(probs, hnn, w)
-            vc = r.new(nd * w)
-            o = r.new(nd * w)
+                used, attn_noise = dropout(probs, hnn, aw)
+            vc = r.new(nd * aw)
+            o = r.new(nd * aw)
             r.save(used, vc)
-            r.drop(vc)
+            r.drop(vc, *upcast)
+            if aw != w:  # back to the autocast dtype
+                o16 = r.new(nd * w)
+                r.drop(o)
+                o = o16
             attn_out = r.new(nd * w)  # transpose(1, 2).reshape copies
             r.drop(o, used)
             s["math"] = (qc, kc, probs, attn_noise, used, vc)
@@ -423,7 +472,7 @@ def _vit_step(spec: ViTSpec, r: _Replay, w: int, attention: str) -> None:
     logp = r.new(K * FP32_BYTES)  # log_softmax, saved for backward
     r.save(logp)
     r.drop(logits)
-    loss = r.new(0, FP32_BYTES)
+    loss = r.new(0, 2 * FP32_BYTES)  # the loss and nll_loss's saved total_weight
     r.leave_autocast()
     r.mark("forward_end")
 
@@ -480,22 +529,30 @@ def _vit_step(spec: ViTSpec, r: _Replay, w: int, attention: str) -> None:
             qc, kc, probs, attn_noise, used, vc = s["math"]
             gc = r.new(nd * w)  # UnsafeViewBackward: a contiguous copy
             r.drop(ga)
-            gp, gv = r.new(hnn * w), r.new(nd * w)
+            if aw != w:
+                g32 = r.new(nd * aw)
+                r.drop(gc)
+                gc = g32
+            gp, gv = r.new(hnn * aw), r.new(nd * aw)
             r.drop(gc)
             r.release(used, vc)
             if attn_noise is not None:
-                gd = r.new(hnn * w)
+                gd = r.new(hnn * aw)
                 r.drop(gp)
                 r.release(attn_noise)
                 gp = gd
-            gs = r.new(hnn * w)  # softmax backward
+            gs = r.new(hnn * aw)  # softmax backward
             r.drop(gp)
             r.release(probs)
-            gq0, gk = r.new(nd * w), r.new(nd * w)
+            gq0, gk = r.new(nd * aw), r.new(nd * aw)
             r.drop(gs)
             r.release(qc, kc)
-            gq = r.new(nd * w)  # the scale's MulBackward
+            gq = r.new(nd * aw)  # the scale's MulBackward
             r.drop(gq0)
+            if aw != w:  # the upcasts' ToCopyBackward
+                converted = [r.new(nd * w) for _ in range(3)]
+                r.drop(gq, gk, gv)
+                gq, gk, gv = converted
         gqkv = r.new(3 * nd * w)  # UnbindBackward stacks
         r.drop(gq, gk, gv)
         gcopy = r.new(3 * nd * w)  # the permute/reshape's backward copies
@@ -520,19 +577,22 @@ def _vit_step(spec: ViTSpec, r: _Replay, w: int, attention: str) -> None:
     if spec.patch_embed == "conv":
         gcont = r.new(N * d * w)  # the gradient of the transposed view, made contiguous
         if slow_pe:
-            r.transient((spec.patch_dim * N * w, 0))
-            r.weight_grad(pe_count, w)
+            cols = r.new(spec.patch_dim * N * w)
+            r.weight_grad(pe_weights, w)
+            r.drop(cols)
         else:
             reorder = r.new(N * d * w)
-            blocked = r.new(0, FP32_BYTES * pe_count)
+            blocked = r.new(0, FP32_BYTES * pe_weights)
             r.drop(reorder)
-            r.new(0, FP32_BYTES * pe_count)
+            r.new(0, FP32_BYTES * pe_weights)
             r.drop(blocked)
+        r.weight_grad(d, w)
         r.drop(gcont)
     else:
         r.weight_grad(spec.patch_dim * d, w)
         r.weight_grad(d, w)
     r.release(*pe_saved)
+    r.flush()
     r.drop(gx, loss)
     r.mark("backward_end")
 
@@ -560,15 +620,16 @@ class _CNN:
         16-bit convolution on CPUs without native bf16): columns are a transient."""
         r, w = self.r, self.w
         count = c_out * c_in * k * k
-        wc = r.cast_weight(count + (c_out if bias else 0), w)
+        wc = r.cast_weight(count, w)
+        r.cast_weight(c_out if bias else 0, w)  # cached, not saved
         xin = x
         slow = r.low or (r.batch_one and k <= 3 and in_el <= 20480)
         if slow:
             if r.low and first:
                 xin = r.new(in_el * w)  # cast of the fp32 image
-            if columns:
-                r.transient((columns * w, 0))
+            cols = r.new(columns * w) if columns else None
             y = r.new(out_el * w)
+            r.drop(cols)
         else:
             reorder = r.new(in_el * w) if c_in > 4 else None
             wr = r.new(0, FP32_BYTES * count)
@@ -576,6 +637,7 @@ class _CNN:
             r.drop(wr, reorder)
             y = r.new(out_el * w)
             r.drop(blocked)
+        r.end_op()
         r.save(xin, wc)
         if xin is not x:
             r.drop(xin)
@@ -590,9 +652,9 @@ class _CNN:
                 cols = r.new(columns * w) if columns else None
                 gi = r.new(in_el * w)
                 r.drop(cols)
-            if columns:
-                r.transient((columns * w, 0))
+            cols = r.new(columns * w) if columns else None
             r.weight_grad(count, w)
+            r.drop(cols)
         else:
             if not first:  # grad input: grad reorder, weight reorder, blocked result, plain copy
                 go, wr = r.new(out_el * w), r.new(0, FP32_BYTES * count)
@@ -611,6 +673,7 @@ class _CNN:
             r.weight_grad(c_out, w)
         r.drop(g)
         r.release(xin, wc)
+        r.flush()
         return gi
 
     def batchnorm(self, x: _Tensor, el: int, c: int) -> _Tensor:
@@ -668,8 +731,10 @@ class _CNN:
 
     def linear(self, x: _Tensor, fan_in: int, fan_out: int) -> _Tensor:
         r, w = self.r, self.w
-        wc = r.cast_weight(fan_in * fan_out + fan_out, w)
+        wc = r.cast_weight(fan_in * fan_out, w)
+        r.cast_weight(fan_out, w)
         y = r.new(fan_out * w)
+        r.end_op()
         r.save(x, wc)
         self.nodes.append(("linear", x, wc, fan_in, fan_out))
         return y
@@ -681,6 +746,7 @@ class _CNN:
         r.weight_grad(fan_out, w)
         r.drop(g)
         r.release(x, wc)
+        r.flush()
         return gi
 
     def backward_node(self, node: tuple, g: _Tensor) -> _Tensor | None:
@@ -727,7 +793,7 @@ def _resnet_step(spec: ResNetSpec, r: _Replay, w: int) -> None:
     net = _CNN(r, w)
     c, (h, wd) = spec.in_chans, spec.img_size
     image = r.new(c * h * wd * FP32_BYTES)
-    target = r.new(INDEX_BYTES) if train else None
+    _labels = r.new(INDEX_BYTES) if train else None  # held by the caller for the whole step
     # stem
     if spec.stem == "imagenet":
         k, s, p = 7, 2, 3
@@ -797,7 +863,7 @@ def _resnet_step(spec: ResNetSpec, r: _Replay, w: int) -> None:
     pooled = r.new(c * w)
     r.save(x)
     r.drop(x)
-    pool_node = ("pool", x)
+    pool_in = x
     logits = net.linear(pooled, c, spec.num_classes)
     r.drop(pooled)
     _finish(r, net, logits, spec.num_classes, train)
@@ -807,7 +873,7 @@ def _resnet_step(spec: ResNetSpec, r: _Replay, w: int) -> None:
     g = net.backward_node(net.nodes.pop(), g)  # fc
     gi = r.new(c * h * wd * w)  # AdaptiveAvgPool backward
     r.drop(g)
-    r.release(pool_node[1])
+    r.release(pool_in)
     g = gi
     # blocks in reverse; the final ReLU node closes each block
     for start, main_end, end in reversed(structure):
@@ -822,12 +888,9 @@ def _resnet_step(spec: ResNetSpec, r: _Replay, w: int) -> None:
         gm = g
         for node in reversed(nodes[: main_end - start]):
             gm = net.backward_node(node, gm)
-        # the main path's input gradient accumulates into the identity's (in place)
+        r.drop(gm)  # the main path's input gradient is accumulated in place
         if gx_ds is not None:
-            r.drop(gm)
-            g = gx_ds
-        else:
-            r.drop(gm)  # accumulated into g in place
+            g = gx_ds  # into the downsample's; else into the identity's, g
         del net.nodes[start:end]
     for node in reversed(net.nodes):
         g = net.backward_node(node, g)
@@ -841,7 +904,7 @@ def _plain_cnn_step(spec: PlainCNNSpec, r: _Replay, w: int) -> None:
     net = _CNN(r, w)
     c, (h, wd) = spec.in_chans, spec.img_size
     image = r.new(c * h * wd * FP32_BYTES)
-    target = r.new(INDEX_BYTES) if train else None
+    _labels = r.new(INDEX_BYTES) if train else None  # held by the caller for the whole step
     x = image
     first = True
     for channels in spec.stages:
@@ -885,7 +948,7 @@ def _finish(r: _Replay, net: _CNN, logits: _Tensor, classes: int, train: bool) -
         r.save(logp)
         r.drop(logits)
         net.logp = logp  # type: ignore[attr-defined]
-        net.loss = r.new(0, FP32_BYTES)  # type: ignore[attr-defined]
+        net.loss = r.new(0, 2 * FP32_BYTES)  # type: ignore[attr-defined]  # + total_weight
     r.leave_autocast()
     r.mark("forward_end")
     if not train:
@@ -922,7 +985,7 @@ def _profile(spec: ModelSpec, mode: str, precision: str, optimizer: str, attenti
     if mode == "train":
         _optimizer_step(r, sizes, optimizer)
     p = params(spec)
-    fixed = weights_bytes(p)
+    fixed = weights_bytes(p) + buffers_bytes(spec)
     if mode == "train":
         fixed += optimizer_bytes(p, optimizer)
         if optimizer == "adamw":  # one fp32 scalar ``step`` per parameter tensor
@@ -1002,20 +1065,33 @@ def memory_estimate(
     optimizer: str = "adamw",
     attention: str | None = None,
 ) -> MemoryEstimate:
-    """Predicted memory of one training step (forward, loss, backward, optimizer step) or one
-    no-grad forward, on the CPU, with ``batch_size`` images.
+    """Predicted memory of one training step (forward, loss, backward, optimizer step; the
+    gradients set to None before it) or one no-grad forward, with ``batch_size`` images.
 
-        peak(B) = 4 P + optimizer state + max over allocations k of (a_k B + c_k)
+        peak(B) = 4 P + buffers + optimizer state + max over allocations k of (a_k B + c_k)
 
-    ``attention`` (ViTs) overrides the spec's kernel: ``sdpa`` (fused: saves output and
-    log-sum-exp, B h n fp32) or ``math`` (saves the B h n^2 probabilities).
+    ``activations_bytes``: training, what is live at the end of forward and loss beyond weights
+    (the input batch and targets, every tensor autograd saved, autocast's weight copies);
+    inference, the largest live activation set (the peak less weights and buffers).
+    ``attention`` (ViTs) overrides the spec's kernel: ``sdpa`` (fused: saves its output and a
+    B h n fp32 log-sum-exp) or ``math`` (saves the B h n^2 probabilities).
 
-    Approximations: the replay follows PyTorch 2.x's CPU operators; oneDNN's reorder buffers
-    are modelled per convolution (input, weight and output reorders) though oneDNN may skip
-    some; allocator rounding, per-thread workspaces of the attention kernel, BatchNorm's
-    per-channel temporaries, AdamW's scalar step tensors and the Python interpreter are left
-    out; dropout masks are CPU-sized (the noise tensor in the activation dtype; CUDA saves a
-    1-byte mask); the whole model runs under autocast with 16-bit precisions."""
+    Approximations (all bytes are the CPU's):
+    - oneDNN's backward-weights reduction scratchpads are left out: for some shapes (k x k
+      patch convolutions, 512-channel 3x3 convolutions on 2x2 maps) oneDNN allocates several
+      copies of a weight; they depend on the ISA, the thread count and the shape.
+    - Kernel choice as ATen's ``use_mkldnn`` with more than one thread: fp32 convolutions use
+      oneDNN (input reorder skipped for <= 4 channels) except B = 1 with k <= 3 and
+      C H W <= 20480 (im2col); 16-bit convolutions use im2col, as on CPUs without native
+      bf16 (AVX2); with AVX-512-BF16/AMX oneDNN runs them with other transients.
+    - The CPU flash-attention kernel's per-thread workspace and BatchNorm's per-channel
+      temporaries are ignored; allocator rounding and the interpreter are not modelled.
+    - Dropout (p > 0) saves CPU dropout's noise in the activation dtype; CUDA saves a 1-byte
+      mask. fp16 is modelled like bf16 (GradScaler's few scalars ignored).
+    - Python references follow vitbench's ViT and torchvision's ResNet: a module's input lives
+      until the module returns.
+    - On CUDA add the context, cuDNN/cuBLAS workspaces and the caching allocator's rounding;
+      this model was validated on the CPU only."""
     _check_batch(batch_size)
     _validate(mode, precision, optimizer)
     kernel = _resolve_attention(spec, attention)
@@ -1024,7 +1100,9 @@ def memory_estimate(
     p = params(spec)
     train = mode == "train"
     profile = _profile(spec, mode, precision, optimizer, kernel, batch_size == 1)
+    peak = profile.peak(batch_size)
     a, c = profile.forward_end
+    activations = a * batch_size + c if train else peak - profile.fixed
     return MemoryEstimate(
         spec=spec,
         batch_size=batch_size,
@@ -1035,9 +1113,9 @@ def memory_estimate(
         weights_bytes=weights_bytes(p),
         gradients_bytes=gradients_bytes(p) if train else 0,
         optimizer_bytes=optimizer_bytes(p, optimizer) if train else 0,
-        activations_bytes=a * batch_size + c,
+        activations_bytes=activations,
         attention_matrix_bytes=attention_matrix_bytes(spec, batch_size, precision),
-        peak_bytes=profile.peak(batch_size),
+        peak_bytes=peak,
     )
 
 

@@ -42,7 +42,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from vitbench.audit import audit, display_rows, quantity_rows, render_markdown, summary
+    from vitbench.claims import audit, display_rows, quantity_rows, render_markdown, summary
 
     if args.quantities:
         emit(args, quantity_rows())

@@ -7,7 +7,7 @@ import sys
 from dataclasses import fields
 from typing import Any
 
-from vitbench.report.format import FORMATS, render
+from vitbench.reporting.format import FORMATS, render
 from vitbench.specs import SPEC_TYPES
 
 

@@ -20,7 +20,7 @@ def _alpha(text: str) -> float:
 
 
 def register(subparsers) -> None:
-    from vitbench.compare import DEFAULT_ALPHA, DEFAULT_RULES
+    from vitbench.gate import DEFAULT_ALPHA, DEFAULT_RULES
 
     parser = subparsers.add_parser(
         "compare",
@@ -54,7 +54,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from vitbench.compare import compare, render
+    from vitbench.gate import compare, render
 
     result = compare(args.baseline, args.current, rules=args.fail_on, alpha=args.alpha)
     text = render(result, args.format)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from typing import Any
@@ -28,7 +27,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from vitbench.cli.sweep import _describe, _show_bar
-    from vitbench.report.study import report
+    from vitbench.reporting.study import report
 
     show_bar = _show_bar(args.quiet)
     state: dict[str, Any] = {"bar": None}

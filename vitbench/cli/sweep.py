@@ -40,7 +40,7 @@ def register(subparsers) -> None:
     measured.add_argument("--min-time", dest="min_time", metavar="SECONDS", help="timed seconds per configuration")
     measured.add_argument("--warmup", metavar="N", help="warm-up steps")
     measured.add_argument("--threads", metavar="N", help="CPU threads")
-    measured.add_argument("--optimizer", metavar="NAME", help="adamw or sgd (train mode)")
+    measured.add_argument("--optimizer", metavar="NAME", help="adamw, sgd or sgd-momentum (train mode)")
     run_group = parser.add_argument_group("running")
     run_group.add_argument("--name", help="sweep name (default: the file's name, or 'sweep')")
     run_group.add_argument("--out", metavar="DIR", help="results store directory (default results/NAME)")
@@ -155,7 +155,7 @@ def _describe(row: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from vitbench.sweep import expand, parse_shard, select_shard, sweep
+    from vitbench.sweeps import expand, parse_shard, select_shard, sweep
 
     plan = _build_plan(args)
     shard = parse_shard(args.shard)
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
 
         raise SweepFileError("--retry-failed: only makes sense with --resume")
     if args.dry_run:
-        from vitbench.report.format import render
+        from vitbench.reporting.format import render
 
         configs = select_shard(expand(plan), shard)
         rows = [

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from vitbench.results import Records
-from vitbench.specs import ModelSpec, PlainCNNSpec, ResNetSpec, ViTSpec
+from vitbench.specs import ModelSpec, PlainCNNSpec, ViTSpec
 
 DEFAULT_FVCORE_BUDGET_MACS = 20_000_000_000
 
@@ -28,9 +28,12 @@ def resolution_step(spec: ModelSpec) -> int:
 
 
 def default_resolutions(spec: ModelSpec) -> list[tuple[int, int]]:
+    """The preset's size plus small ones (one non-square): at least three distinct sizes."""
     step = resolution_step(spec)
-    sizes = [spec.img_size, (2 * step, 2 * step), (3 * step, 5 * step)]
-    return list(dict.fromkeys(sizes))
+    sizes = list(dict.fromkeys([spec.img_size, (2 * step, 2 * step), (3 * step, 5 * step)]))
+    if len(sizes) < 3:
+        sizes.append((4 * step, 4 * step))
+    return sizes
 
 
 @dataclass(frozen=True)

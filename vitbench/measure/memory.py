@@ -10,9 +10,11 @@ largest total of live bytes in that timeline. All values are bytes.
 Columns: ``peak_memory_bytes``; ``peak_reserved_bytes`` (CUDA); ``mem_<category>_bytes`` = the
 largest live bytes of that category during the step (so they need not sum to the peak: the
 gradients peak after the activations are freed); ``peak_composition`` = {category: bytes} at
-the instant of the peak. ``mem_optimizer_bytes`` holds the per-parameter state buffers (AdamW
-``exp_avg`` and ``exp_avg_sq``, SGD ``momentum_buffer``); AdamW's one-element ``step`` counters
-(4 bytes per parameter tensor) are counted apart in ``mem_optimizer_steps_bytes``.
+the instant of the peak. ``mem_temporaries_bytes`` gathers the profiler's temporaries, autograd
+details and allocations not tied to a tensor (kernel workspaces). ``mem_optimizer_bytes`` holds
+the per-parameter state buffers (AdamW ``exp_avg`` and ``exp_avg_sq``, SGD ``momentum_buffer``);
+AdamW's one-element ``step`` counters (4 bytes per parameter tensor) are counted apart in
+``mem_optimizer_steps_bytes``.
 """
 
 from __future__ import annotations
@@ -170,15 +172,16 @@ def peak_memory(spec: ModelSpec, settings: RunSettings | None = None) -> dict[st
     Builds its own model, inputs and optimizer; ``settings.batch_size`` must be an integer.
     Raises on OOM (``measure`` turns that into a ``status='oom'`` row)."""
     from vitbench.errors import SpecError
-    from vitbench.measure.env import resolve_device
+    from vitbench.measure.profile import thread_count, validate_settings
     from vitbench.measure.workload import build_workload
 
     settings = settings or RunSettings()
     if settings.batch_size == "auto":
         raise SpecError("batch_size", "auto", "peak_memory needs an integer batch size")
-    device = resolve_device(settings.device)
-    workload = build_workload(spec, settings, settings.batch_size, device)
-    try:
-        return measure_workload_memory(workload)
-    finally:
-        workload.close()
+    device = validate_settings(settings)
+    with thread_count(settings.threads):
+        workload = build_workload(spec, settings, settings.batch_size, device)
+        try:
+            return measure_workload_memory(workload)
+        finally:
+            workload.close()

@@ -81,6 +81,8 @@ def memory_cap(device: str, limit_bytes: int | None) -> Iterator[None]:
         import torch
 
         index = torch.cuda.current_device()
+        gc.collect()
+        torch.cuda.empty_cache()  # cached free blocks would otherwise be reused beyond the cap
         total = torch.cuda.get_device_properties(index).total_memory
         used = torch.cuda.memory_reserved(index)
         torch.cuda.set_per_process_memory_fraction(min(1.0, (used + limit_bytes) / total), index)

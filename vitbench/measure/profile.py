@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from vitbench.errors import SpecError, VitbenchError
+from vitbench.errors import VitbenchError
 from vitbench.measure.settings import RunSettings, settings_fields
 from vitbench.results import Records
 from vitbench.specs import ModelSpec, spec_key
@@ -100,7 +100,7 @@ def _tf32_enabled() -> bool:
         return bool(torch.backends.cuda.matmul.allow_tf32)
 
 
-def _roofline_columns(spec: ModelSpec, settings: RunSettings, batch_size: int, device: str, device_name: str, median_s: float) -> dict[str, Any]:
+def _roofline_columns(spec: ModelSpec, settings: RunSettings, batch_size: int, device: str, device_name: str, median_s: float, warnings: list[str]) -> dict[str, Any]:
     from vitbench.analytic import complexity
     from vitbench.measure.intensity import forward_intensity, intensity_columns
     from vitbench.measure.roofline import peak_precision_key, roofline, step_flops
@@ -122,7 +122,12 @@ def _roofline_columns(spec: ModelSpec, settings: RunSettings, batch_size: int, d
         "peak_precision": key,
         "mfu": roof.mfu,
     }
-    out.update(intensity_columns(forward_intensity(spec, batch_size, settings.precision, settings.channels_last), roof.ridge))
+    try:
+        per_kind = forward_intensity(spec, batch_size, settings.precision, settings.channels_last)
+    except Exception as exc:  # context, not the measurement: never lose the row over it
+        warnings.append(f"arithmetic intensity failed: {exc.__class__.__name__}: {exc}")
+        return out
+    out.update(intensity_columns(per_kind, roof.ridge))
     return out
 
 
@@ -220,7 +225,7 @@ def _measure_batch(spec: ModelSpec, settings: RunSettings, device: str, batch: i
     finally:
         if workload is not None:
             workload.close()
-        del workload
+        workload = None
     return out, timing, warnings
 
 
@@ -274,7 +279,7 @@ def _measure_here(spec: ModelSpec, settings: RunSettings, device: str) -> dict[s
                 record["batch_size"] = batch
             record.update(columns)
             warnings.extend(pass_warnings)
-            record.update(_roofline_columns(spec, settings, batch, device, record.get("env_device_name"), record["latency_p50_s"]))
+            record.update(_roofline_columns(spec, settings, batch, device, record.get("env_device_name"), record["latency_p50_s"], warnings))
             warning = stability_warning(summarize(timing.samples_s), threads=settings.threads)
             if warning:
                 warnings.append(warning)

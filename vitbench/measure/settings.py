@@ -11,7 +11,7 @@ DEVICES = ("auto", "cpu", "cuda")
 MODES = ("infer", "train")
 PRECISIONS = ("fp32", "bf16", "fp16")
 ATTENTIONS = (None, "sdpa", "math")
-OPTIMIZERS = ("adamw", "sgd")
+OPTIMIZERS = ("adamw", "sgd", "sgd-momentum")
 
 BatchSize = Union[int, str]
 

@@ -57,7 +57,9 @@ def make_optimizer(name: str, parameters):
 
     if name == "adamw":
         return torch.optim.AdamW(parameters, lr=1e-4)
-    return torch.optim.SGD(parameters, lr=1e-2, momentum=0.9)
+    if name == "sgd-momentum":
+        return torch.optim.SGD(parameters, lr=1e-2, momentum=0.9)
+    return torch.optim.SGD(parameters, lr=1e-2)
 
 
 def build_workload(spec: ModelSpec, settings: RunSettings, batch_size: int, device: str) -> Workload:

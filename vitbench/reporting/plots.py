@@ -174,7 +174,7 @@ def variants(points: Sequence[dict[str, Any]], path: Path) -> Path:
     """Parameters against MACs per image for a family of ViT variants, labelled."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
-    for i, p in enumerate(points):
+    for p in points:
         ax.plot(_giga(p["macs"]), p["params"] / 1e6, _MARKERS[p.get("group", 0) % len(_MARKERS)], color=f"C{p.get('group', 0)}")
         ax.annotate(p["label"], (_giga(p["macs"]), p["params"] / 1e6), xytext=(4, 3), textcoords="offset points", fontsize=7)
     ax.set_xscale("log")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from vitbench.report.format import humanize, si
+from vitbench.reporting.format import humanize, si
 
 Column = tuple[str, str]  # (record key, header shown)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from vitbench.errors import InputFileError
-from vitbench.report import markdown as md
+from vitbench.reporting import markdown as md
 
 DEFAULT_OUT = Path("reports") / "default"
 SWEEP_SUFFIXES = (".yaml", ".yml", ".toml")
@@ -94,7 +94,7 @@ def report(
     sweep_result = None
     path = Path(source) if source is not None else default_study_path()
     if source is None or path.suffix.lower() in SWEEP_SUFFIXES:
-        from vitbench.sweep import sweep
+        from vitbench.sweeps import sweep
         from vitbench.sweepfile import load_sweep_file
 
         plan = load_sweep_file(path)
@@ -408,7 +408,7 @@ class _Report:
         groups = self.patch_groups()
         if not groups:
             return False
-        from vitbench.report import plots
+        from vitbench.reporting import plots
 
         data = [
             {
@@ -474,7 +474,7 @@ class _Report:
             return False
         from math import lcm
 
-        from vitbench.report import plots
+        from vitbench.reporting import plots
 
         step = lcm(*[g[0]["patch_size"] for g in vits])
         top = max(1024, max(g[-1]["img_size"] for g in groups))
@@ -552,7 +552,7 @@ class _Report:
         if not vit_rows:
             return False
         from vitbench.analytic import complexity
-        from vitbench.report import plots
+        from vitbench.reporting import plots
 
         families: dict[tuple[int, int, int], dict[str, Any]] = {}
         for r in sorted(vit_rows, key=lambda x: -x["macs_img"]):
@@ -722,7 +722,7 @@ class _Report:
                 })
         if len(rows) < 3:
             return False
-        from vitbench.report import plots
+        from vitbench.reporting import plots
 
         self.table("variants", rows, [
             ("model", "model"), ("embed_dim", "d"), ("depth", "layers"), ("heads", "heads"), ("mlp", "MLP m"),
@@ -797,7 +797,7 @@ class _Report:
         rows = self.measured_rows()
         if not rows:
             return False
-        from vitbench.report import plots
+        from vitbench.reporting import plots
 
         series_key = lambda r: (str(r["model"]), str(r.get("overrides") or ""), str(r.get("mode")), str(r.get("precision")), str(r.get("device")))  # noqa: E731
         groups: dict[tuple, list[dict[str, Any]]] = {}
@@ -843,7 +843,9 @@ class _Report:
                 "model": r["model"], "mode": r.get("mode"), "precision": r.get("precision"), "batch_size": r["batch_size"],
                 "macs_img": _per_image(r), "throughput_img_s": r["throughput_img_s"], "latency_p50_s": r.get("latency_p50_s"),
                 "latency_iqr_s": r.get("latency_iqr_s"), "n_samples": r.get("n_samples"), "peak_memory_bytes": r.get("peak_memory_bytes"),
-                "achieved_macs_per_s": _achieved(r), "warnings": r.get("warnings") or "",
+                "achieved_macs_per_s": _achieved(r),
+                # shortened for the table; the full text (with advice) is in results.csv
+                "warnings": _shorten(str(r.get("warnings") or ""), 70),
             })
         self.doc.bullets(lines)
         self.table("measured", table_rows, [
@@ -860,6 +862,12 @@ class _Report:
                 f"Measured (inference): the CPU sustains from {md.si(worst['achieved_macs_per_s'])}MAC/s ({worst['model']}, batch "
                 f"{worst['batch_size']}) to {md.si(best['achieved_macs_per_s'])}MAC/s ({best['model']}, batch {best['batch_size']}): MACs "
                 "alone do not predict speed across architectures and batch sizes."
+            )
+        unstable = [r for r in rows if "unstable" in str(r.get("warnings") or "")]
+        if unstable:
+            self.conclude(
+                f"Measured timings: {len(unstable)} of {len(rows)} measured rows carry an instability warning "
+                "(spread of the timed steps above 10%, see the warnings column): compare them with care."
             )
         pairs = self.measured_pairs(rows)
         if pairs:
@@ -900,7 +908,7 @@ class _Report:
         ]
         if not rows:
             return False
-        from vitbench.report import plots
+        from vitbench.reporting import plots
 
         series = []
         for mode in sorted({str(r.get("mode")) for r in rows}):
@@ -959,6 +967,10 @@ class _Report:
             ("attn_matmul_share", "attention matmul share"),
         ])
         return True
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
 def _fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:

@@ -57,9 +57,9 @@ def humanize(column: str, value: Any) -> Any:
         return binary_bytes(value)
     if column.endswith(_SECONDS_SUFFIX):
         return seconds(value)
-    if column.endswith(("_share", "_ratio", "_fraction", "mfu")):
+    if column.endswith(("_share", "_ratio", "_fraction", "mfu", "_cv")):
         return f"{100 * value:.1f}%"
-    if column in ("img_size", "patch_size", "tokens", "batch_size", "depth", "threads"):
+    if column in ("img_size", "patch_size", "tokens", "batch_size", "depth", "threads", "max_batch_size"):
         return value
     if isinstance(value, (int, float)) and abs(value) >= 1000:
         return si(value)

@@ -16,8 +16,6 @@ import json
 import math
 import os
 import re
-import sys
-import types
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -829,7 +827,7 @@ def summary_line(result: CompareResult) -> str:
 
 
 def _cell(metric: str, value: float | None) -> str:
-    from vitbench.report.format import humanize, si
+    from vitbench.reporting.format import humanize, si
 
     if value is None:
         return ""
@@ -870,7 +868,7 @@ def render(result: CompareResult, fmt: str = "table") -> str:
     if fmt == "json":
         return json.dumps(result.as_dict(), indent=2, default=str) + "\n"
     if fmt == "csv":
-        from vitbench.report.format import render as render_records
+        from vitbench.reporting.format import render as render_records
 
         flat = [{**{k: v for k, v in r.as_dict().items() if k != "key"}, **dict(r.key)} for r in result.rows]
         for row in flat:
@@ -917,17 +915,6 @@ def render(result: CompareResult, fmt: str = "table") -> str:
         for title, items in notes:
             out += ["", f"{title}:"] + [f"  {i}" for i in items]
     return "\n".join(out) + "\n"
-
-
-class _CallableModule(types.ModuleType):
-    """``vitbench.compare(...)`` calls :func:`compare`: importing this submodule rebinds the
-    package attribute ``vitbench.compare`` to the module, so the module itself must be callable."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> CompareResult:
-        return compare(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
 
 
 __all__ = [
