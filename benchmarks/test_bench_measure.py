@@ -87,34 +87,42 @@ def _report(request, label: str, text: str) -> None:
         print(f"{label}: {text}")
 
 
+ROUNDS = int(os.environ.get("VITBENCH_BENCH_ROUNDS", "3"))
+
+
 @pytest.mark.parametrize("model", ["vit-ti/16", "resnet18"])
 @pytest.mark.parametrize("mode", ["infer", "train"])
 def test_profile_matches_a_bare_loop(benchmark, request, model, mode):
+    """vitbench's harness against a hand-written loop, and two measure() series against each
+    other. A shared 2-core machine drifts by several percent between consecutive seconds, so the
+    three are interleaved (bare, A, B) for ROUNDS rounds and each is summarised by its best round
+    (the usual defence against interference, as timeit's min)."""
     spec = resolve(model)
     batch = 8 if mode == "infer" else 4
     settings = RunSettings(device="cpu", mode=mode, batch_size=batch, min_run_time_s=MIN_TIME_S, memory=False)
-    figures: dict[str, float] = {}
+    series: dict[str, list[float]] = {"bare": [], "a": [], "b": [], "cv": []}
 
     def compare():
-        figures["bare_1"] = bare_loop(build_model(spec), spec, mode, batch)
-        first = measure(spec, settings)
-        second = measure(spec, settings)
-        figures["bare_2"] = bare_loop(build_model(spec), spec, mode, batch)
-        assert first["status"] == second["status"] == "ok", (first["error"], second["error"])
-        figures["profile_1"] = first["throughput_img_s"]
-        figures["profile_2"] = second["throughput_img_s"]
-        figures["cv_1"], figures["cv_2"] = first["latency_cv"], second["latency_cv"]
+        for _ in range(ROUNDS):
+            series["bare"].append(bare_loop(build_model(spec), spec, mode, batch))
+            for name in ("a", "b"):
+                row = measure(spec, settings)
+                assert row["status"] == "ok", row["error"]
+                series[name].append(row["throughput_img_s"])
+                series["cv"].append(row["latency_cv"])
 
     benchmark.pedantic(compare, rounds=1, iterations=1)
-    bare = (figures["bare_1"] + figures["bare_2"]) / 2
-    vs_bare = figures["profile_1"] / bare - 1
-    between = figures["profile_2"] / figures["profile_1"] - 1
-    benchmark.extra_info.update(figures, bare_img_s=bare, profile_vs_bare=vs_bare, run_to_run=between, batch_size=batch, threads=torch.get_num_threads())
+    bare, first, second = max(series["bare"]), max(series["a"]), max(series["b"])
+    vs_bare = first / bare - 1
+    between = second / first - 1
+    benchmark.extra_info.update(
+        series=series, bare_img_s=bare, profile_a_img_s=first, profile_b_img_s=second,
+        profile_vs_bare=vs_bare, run_to_run=between, batch_size=batch, threads=torch.get_num_threads(),
+    )
     _report(
         request, f"profile vs bare loop, {model} {mode} batch {batch}, {torch.get_num_threads()} threads",
-        f"bare {figures['bare_1']:.2f}/{figures['bare_2']:.2f} img/s, profile {figures['profile_1']:.2f} then "
-        f"{figures['profile_2']:.2f} img/s (CV {figures['cv_1']:.1%}/{figures['cv_2']:.1%}); profile vs bare "
-        f"{vs_bare:+.1%}, run to run {between:+.1%}",
+        f"best of {ROUNDS}: bare {bare:.2f} img/s, profile {first:.2f} and {second:.2f} img/s "
+        f"(CV up to {max(series['cv']):.1%}); profile vs bare {vs_bare:+.1%}, run to run {between:+.1%}",
     )
     assert abs(vs_bare) <= TOLERANCE
     assert abs(between) <= TOLERANCE

@@ -59,7 +59,10 @@ def humanize(column: str, value: Any) -> Any:
         return seconds(value)
     if column.endswith(("_share", "_ratio", "_fraction", "mfu", "_cv")):
         return f"{100 * value:.1f}%"
-    if column in ("img_size", "patch_size", "tokens", "batch_size", "depth", "threads", "max_batch_size"):
+    if column in (
+        "img_size", "patch_size", "tokens", "batch_size", "depth", "threads", "max_batch_size",
+        "embed_dim", "num_heads", "heads", "mlp", "mlp_hidden_dim", "num_classes", "in_chans",
+    ):
         return value
     if isinstance(value, (int, float)) and abs(value) >= 1000:
         return si(value)
