@@ -222,7 +222,7 @@ def test_missing_baseline_exits_2_with_one_line(tmp_path, capsys):
         ('{"schema_version": 2, "records": [{"model": "x", "macs": 1}]}', "schema_version=2"),
         ('{"machine_info": {}, "benchmarks": []}', "pytest-benchmark"),
         ('{"schema_version": 1, "rows": []}', "no 'records'"),
-        ("", "empty file"),
+        ("", "the file is empty"),
     ],
 )
 def test_wrong_schema_exits_2(tmp_path, capsys, content, fragment):

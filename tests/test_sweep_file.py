@@ -127,7 +127,7 @@ def test_missing_file_and_wrong_suffix(tmp_path, capsys):
     (tmp_path / "s.json").write_text("{}")
     assert main(["sweep", str(tmp_path / "s.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert "no such sweep file" in err[0] and ".toml" in err[1]
+    assert "sweep file=" in err[0] and "no such file" in err[0] and ".toml" in err[1]
 
 
 def test_grid_flags_and_a_sweep_file_do_not_mix(tmp_path, capsys):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from vitbench.errors import InputFileError, VitbenchError
+from vitbench.results import read_input_text
 
 #: Significance level for timing metrics.
 DEFAULT_ALPHA = 0.05
@@ -340,16 +341,7 @@ def load_results(
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         where = f"{role} file={str(path)!r}"
-        if not path.exists():
-            raise InputFileError(f"{where}: no such results file")
-        if not path.is_file():
-            raise InputFileError(f"{where}: not a file")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputFileError(f"{where}: cannot be read ({exc.__class__.__name__})") from None
-        if not text.strip():
-            raise InputFileError(f"{where}: empty file")
+        text = read_input_text(path, where)
         if path.suffix.lower() == ".json" or text.lstrip()[:1] in ("{", "["):
             raw = _records_from_json(text, where)
         else:

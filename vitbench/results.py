@@ -60,6 +60,23 @@ def write_csv(records: Sequence[dict[str, Any]], path: str | os.PathLike) -> Non
     atomic_write_text(path, pd.DataFrame(list(records)).to_csv(index=False))
 
 
+def read_input_text(path: str | os.PathLike, where: str, error: type[Exception] = InputFileError) -> str:
+    """The text of an input file, or one clear ``error`` naming ``where`` (missing, a folder,
+    unreadable, not UTF-8, empty)."""
+    path = Path(path)
+    if not path.exists():
+        raise error(f"{where}: no such file")
+    if not path.is_file():
+        raise error(f"{where}: not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{where}: cannot be read ({exc.__class__.__name__})") from None
+    if not text.strip():
+        raise error(f"{where}: the file is empty")
+    return text
+
+
 def read_csv(path: str | os.PathLike) -> Records:
     """Read a results CSV back into records; one clear error for a missing or unreadable file."""
     import pandas as pd

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from vitbench.errors import InputFileError
+from vitbench.results import read_input_text
 from vitbench.specs import SPEC_TYPES, spec_fields
 
 STAGES = ("analytic", "counters", "measured")
@@ -117,12 +118,7 @@ class SweepPlan:
 def load_sweep_file(path: str | os.PathLike) -> SweepPlan:
     """Read and validate a ``.yaml``/``.yml``/``.toml`` sweep file."""
     path = Path(path)
-    if not path.is_file():
-        raise SweepFileError(f"file={str(path)!r}: no such sweep file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SweepFileError(f"file={str(path)!r}: cannot read ({exc.__class__.__name__})") from None
+    text = read_input_text(path, f"sweep file={str(path)!r}", SweepFileError)
     data = parse_text(text, path)
     return validate(data, default_name=path.stem, label=str(path), source=str(path))
 

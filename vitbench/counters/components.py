@@ -46,34 +46,33 @@ TORCHVISION_VIT_GROUPS = {
 }
 
 
-def _vit_component(path: str) -> str:
-    rules = (
-        (r"patch_embed(\..*)?$", "patch_embed"),
-        (r".*attn\.qkv$", "qkv"),
-        (r".*attn\.proj$", "attn_proj"),
-        (r".*\.attn$", "attn_matmul"),
-        (r".*mlp\.fc1$", "mlp_fc1"),
-        (r".*mlp\.fc2$", "mlp_fc2"),
-        (r"head$", "head"),
-    )
-    for pattern, component in rules:
-        if re.fullmatch(pattern, path):
-            return component
-    return f"other:{path or '<root>'}"
+#: (module path pattern, group) per module layout; the first match wins.
+VIT_RULES = (
+    (r"patch_embed(\..*)?", "patch_embed"),
+    (r".*attn\.qkv", "qkv"),
+    (r".*attn\.proj", "attn_proj"),
+    (r".*\.attn", "attn_matmul"),
+    (r".*mlp\.fc1", "mlp_fc1"),
+    (r".*mlp\.fc2", "mlp_fc2"),
+    (r"head", "head"),
+)
+TORCHVISION_VIT_RULES = (
+    (r"conv_proj", "patch_embed"),
+    (r".*self_attention(\..*)?", "attention"),
+    (r".*mlp\.0", "mlp_fc1"),
+    (r".*mlp\.3", "mlp_fc2"),
+    (r"heads(\..*)?", "head"),
+)
 
 
-def _torchvision_vit_component(path: str) -> str:
-    rules = (
-        (r"conv_proj$", "patch_embed"),
-        (r".*self_attention(\..*)?$", "attention"),
-        (r".*mlp\.0$", "mlp_fc1"),
-        (r".*mlp\.3$", "mlp_fc2"),
-        (r"heads(\..*)?$", "head"),
-    )
-    for pattern, component in rules:
-        if re.fullmatch(pattern, path):
-            return component
-    return f"other:{path or '<root>'}"
+def _matcher(rules: tuple[tuple[str, str], ...]) -> Callable[[str], str]:
+    def component(path: str) -> str:
+        for pattern, group in rules:
+            if re.fullmatch(pattern, path):
+                return group
+        return f"other:{path or '<root>'}"
+
+    return component
 
 
 def _resnet_component(path: str) -> str:
@@ -104,8 +103,8 @@ def component_layout(spec: ModelSpec, layout: str = "vitbench") -> tuple[Callabl
     """(module path -> group, group -> analytic components) for a model's module layout."""
     if isinstance(spec, ViTSpec):
         if layout == "torchvision":
-            return _torchvision_vit_component, TORCHVISION_VIT_GROUPS
-        return _vit_component, VIT_GROUPS
+            return _matcher(TORCHVISION_VIT_RULES), TORCHVISION_VIT_GROUPS
+        return _matcher(VIT_RULES), VIT_GROUPS
     from vitbench.analytic.cnn import cnn_layers
 
     groups = {c: (c,) for c in dict.fromkeys(layer.component for layer in cnn_layers(spec))}
