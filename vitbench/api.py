@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from vitbench.counters import COUNTERS as TRACED_COUNTERS  # imports no torch
 from vitbench.errors import SpecError
 from vitbench.presets import get_preset
 from vitbench.results import Records
 from vitbench.specs import ModelSpec, spec_fields, with_overrides
 
-COUNTERS = ("analytic", "fvcore", "dispatch")
+COUNTERS = ("analytic", *TRACED_COUNTERS)
 
 
 def resolve_models(

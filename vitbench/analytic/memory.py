@@ -488,17 +488,23 @@ def _vit_step(spec: ViTSpec, r: _Replay, w: int, attention: str) -> None:
         g = gi
     gx = r.new(nd * rw)  # Select/MeanBackward: the stream's gradient
     r.drop(g)
-    for s in reversed(blocks):
-        # MLP branch: x_out = x_mid + drop2(fc2(drop1(gelu(fc1(LN2(x_mid))))))
+    def branch_gradient(saved: dict, noise: str) -> tuple[Any, bool]:
+        """The residual add's gradient entering a branch: cast to the branch dtype, then through
+        the branch's output dropout; ``shared`` says whether it is still the stream's tensor."""
         gb, shared = gx, True
         if rw != w:
-            gb, shared = r.new(nd * w), False  # the add's gradient cast to the branch dtype
-        if "drop2" in s:
+            gb, shared = r.new(nd * w), False
+        if noise in saved:
             gd = r.new(nd * w)
-            r.release(s["drop2"])
+            r.release(saved[noise])
             if not shared:
                 r.drop(gb)
             gb, shared = gd, False
+        return gb, shared
+
+    for s in reversed(blocks):
+        # MLP branch: x_out = x_mid + drop2(fc2(drop1(gelu(fc1(LN2(x_mid))))))
+        gb, shared = branch_gradient(s, "drop2")
         gh = linear_backward(gb, shared, s["fc2_in"], s["fc2_w"], m, d, n)
         if "drop1" in s:
             gd = r.new(nm * w)
@@ -511,15 +517,7 @@ def _vit_step(spec: ViTSpec, r: _Replay, w: int, attention: str) -> None:
         gy = linear_backward(gf, False, s["fc1_in"], s["fc1_w"], d, m, n, x_fp32=stream_fp32)
         r.drop(layer_norm_backward(gy, s["x_mid"], s["ln2"], n))  # accumulated in place
         # attention branch: x_mid = x_in + proj_drop(proj(attention(LN1(x_in))))
-        gb, shared = gx, True
-        if rw != w:
-            gb, shared = r.new(nd * w), False
-        if "proj_noise" in s:
-            gd = r.new(nd * w)
-            r.release(s["proj_noise"])
-            if not shared:
-                r.drop(gb)
-            gb, shared = gd, False
+        gb, shared = branch_gradient(s, "proj_noise")
         ga = linear_backward(gb, shared, s["proj_in"], s["proj_w"], d, d, n)
         if attention == "sdpa":
             gq, gk, gv = r.new(nd * w), r.new(nd * w), r.new(nd * w)

@@ -84,14 +84,12 @@ def count_detailed(
 
     shape = (batch_size, spec.in_chans, *spec.img_size)
     result: dict[str, Any] = {"model": label, "batch_size": batch_size}
+    with torch.device("meta"):
+        module = build().eval()  # one construction, no weight initialisation, for both counters
     if "dispatch" in counters:
-        with torch.device("meta"):
-            module = build().eval()
         counted = dispatch_count(module, (torch.empty(shape, device="meta"),))
         result.update(dispatch_macs=counted.macs, dispatch_by_group=counted_by_group(counted.by_module, spec, layout))
     if "fvcore" in counters:
-        with torch.device("meta"):
-            module = build().eval()
         module = module.to_empty(device="cpu")  # real storage for tracing, never initialised
         counted = fvcore_count(
             module, (torch.zeros(shape),), activations=activations, table_depth=table_depth

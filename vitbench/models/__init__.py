@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING
 
 from vitbench.specs import ModelSpec, PlainCNNSpec, ResNetSpec, ViTSpec
@@ -28,18 +27,11 @@ def build_model(spec: ModelSpec) -> "nn.Module":
     raise TypeError(f"not a model spec: {spec!r}")
 
 
-@contextlib.contextmanager
-def _no_init():
-    """Construct on the meta device: no storage, so initialisers cost nothing."""
-    import torch
-
-    with torch.device("meta"):
-        yield
-
-
 def build_meta(spec: ModelSpec) -> "nn.Module":
     """The module with every parameter on the meta device (shapes only, no memory)."""
-    with _no_init():
+    import torch
+
+    with torch.device("meta"):  # no storage: initialisers cost nothing
         return build_model(spec)
 
 
