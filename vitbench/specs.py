@@ -315,7 +315,15 @@ def parse_field_value(spec_type: type, name: str, value: Any) -> Any:
         if annotation == "float":
             return float(text)
     except ValueError:
-        raise SpecError(name, value, f"is not a valid {annotation}") from None
+        if name == "img_size":
+            expected = "image size (an integer, or HxW such as 224x320)"
+        elif annotation.startswith("tuple"):
+            expected = "comma-separated list of integers"
+        elif annotation.startswith("int"):
+            expected = "integer"
+        else:
+            expected = "number"
+        raise SpecError(name, value, f"is not a valid {expected}") from None
     return text
 
 
