@@ -8,7 +8,7 @@ import pytest
 
 from vitbench.analytic import params
 from vitbench.measure.memory import CATEGORIES, peak_memory, summarize_timeline
-from vitbench.measure.settings import RunSettings
+from vitbench.settings import RunSettings
 from vitbench.models import build_model
 from vitbench.presets import resolve
 

@@ -10,7 +10,7 @@ import pytest
 
 from vitbench.errors import SpecError
 from vitbench.measure.autobatch import find_max_batch
-from vitbench.measure.settings import RunSettings
+from vitbench.settings import RunSettings
 from vitbench.measure.stats import quantile, stability_warning, summarize
 from vitbench.measure.timer import sample_size, time_steps
 

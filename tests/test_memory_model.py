@@ -230,7 +230,7 @@ MEASURED_SLOW = [
 def _check_against_measurement(name, overrides, batch_size):
     try:
         from vitbench.measure.memory import peak_memory
-        from vitbench.measure.settings import RunSettings
+        from vitbench.settings import RunSettings
     except ImportError as exc:  # pragma: no cover - the measurement module is part of vitbench
         pytest.skip(f"vitbench.measure.memory is not available: {exc}")
     spec = resolve(name, **overrides)

@@ -33,6 +33,7 @@ _EXPORTS = {
     "ResNetSpec": "vitbench.specs",
     "PlainCNNSpec": "vitbench.specs",
     "with_overrides": "vitbench.specs",
+    "RunSettings": "vitbench.settings",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from vitbench.counters import COUNTERS as TRACED_COUNTERS  # imports no torch
 from vitbench.errors import SpecError
 from vitbench.presets import get_preset
 from vitbench.results import Records
+from vitbench.settings import COUNT_METHODS as COUNTERS
 from vitbench.specs import ModelSpec, spec_fields, with_overrides
-
-COUNTERS = ("analytic", *TRACED_COUNTERS)
 
 
 def resolve_models(

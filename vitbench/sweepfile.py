@@ -51,13 +51,7 @@ from vitbench.errors import InputFileError
 from vitbench.results import read_input_text
 from vitbench.specs import SPEC_TYPES, spec_fields
 
-STAGES = ("analytic", "counters", "measured")
-COUNTERS = ("fvcore", "dispatch")
-DEVICES = ("auto", "cpu", "cuda")
-MODES = ("infer", "train")
-PRECISIONS = ("fp32", "bf16", "fp16")
-ATTENTIONS = ("sdpa", "math")
-OPTIMIZERS = ("adamw", "sgd", "sgd-momentum")
+from vitbench.settings import ATTENTIONS, COUNTERS, DEVICES, MODES, OPTIMIZERS, PRECISIONS, STAGES
 
 TOP_KEYS = ("name", "description", "out", "models", "grid", "batch_sizes", "stages", "counters", "measure", "studies")
 STUDY_KEYS = ("name", "description", "models", "grid", "batch_sizes", "stages", "counters", "measure")

@@ -10,6 +10,7 @@ import re
 import sys
 
 from vitbench.cli.common import add_format_argument, add_model_arguments, emit, overrides_from, positive_int
+from vitbench.settings import DEVICES, MODES, OPTIMIZERS, PRECISIONS
 
 _UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12}
@@ -66,14 +67,14 @@ def batch_sizes(text: str) -> list:
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     run = parser.add_argument_group("measurement")
-    run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="default: cuda if available, else cpu")
-    run.add_argument("--mode", type=_list("mode", ("infer", "train")), default=["infer"], help="infer and/or train (comma-separated; default infer)")
+    run.add_argument("--device", choices=DEVICES, default="auto", help="default: cuda if available, else cpu")
+    run.add_argument("--mode", type=_list("mode", MODES), default=["infer"], help="infer and/or train (comma-separated; default infer)")
     run.add_argument("--batch-size", type=batch_sizes, default=[1], metavar="N|auto", help="images per step, comma-separated; 'auto' = the largest that fits (default 1)")
-    run.add_argument("--precision", type=_list("precision", ("fp32", "bf16", "fp16")), default=["fp32"], help="fp32, bf16 or fp16 (autocast; fp16 needs CUDA), comma-separated")
+    run.add_argument("--precision", type=_list("precision", PRECISIONS), default=["fp32"], help="fp32, bf16 or fp16 (autocast; fp16 needs CUDA), comma-separated")
     run.add_argument("--channels-last", action="store_true", help="channels-last memory format for model and input")
     run.add_argument("--compile", action="store_true", help="torch.compile the model (compilation happens in the warm-up)")
     run.add_argument("--threads", type=positive_int, metavar="N", help="CPU threads (torch.set_num_threads) for the measurement")
-    run.add_argument("--optimizer", choices=("adamw", "sgd", "sgd-momentum"), default="adamw", help="training optimizer (default adamw; sgd is plain SGD, sgd-momentum uses momentum 0.9)")
+    run.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw", help="training optimizer (default adamw; sgd is plain SGD, sgd-momentum uses momentum 0.9)")
     run.add_argument("--min-time", type=positive_float, default=1.0, metavar="SECONDS", help="minimum timed seconds per configuration (default 1)")
     run.add_argument("--warmup", type=positive_int, default=3, metavar="N", help="warm-up steps before timing (default 3)")
     run.add_argument("--no-memory", action="store_true", help="skip the separate peak-memory pass")
@@ -106,7 +107,7 @@ def register(subparsers) -> None:
 def settings_list(args, attention: str | None):
     """One RunSettings per (mode, precision, batch size), all validated before anything runs."""
     from vitbench.measure.profile import validate_settings
-    from vitbench.measure.settings import RunSettings
+    from vitbench.settings import RunSettings
 
     out = []
     for mode, precision, batch in itertools.product(args.mode, args.precision, args.batch_size):

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vitbench.errors import SpecError
+from vitbench.settings import COUNTERS
 from vitbench.specs import ModelSpec
-
-COUNTERS = ("fvcore", "dispatch")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Measured cost on a real device: timing, peak memory, OOM handling, environment, roofline.
 
-Modules (each with one job): ``settings`` (RunSettings), ``stats`` (median, IQR, CV),
+Modules (each with one job; ``RunSettings`` lives in ``vitbench.settings``): ``stats`` (median, IQR, CV),
 ``timer`` (adaptive timing), ``workload`` (model + inputs + step), ``memory`` (peak memory and
 its breakdown), ``oom`` (recognise, release, cap), ``autobatch`` (largest batch that fits),
 ``env`` (environment columns), ``roofline`` and ``intensity`` (MFU, arithmetic intensity),
@@ -19,7 +19,7 @@ __all__ = ["RunSettings", "measure", "profile", "peak_memory"]
 
 def __getattr__(name: str) -> Any:
     if name == "RunSettings":
-        from vitbench.measure.settings import RunSettings
+        from vitbench.settings import RunSettings
 
         return RunSettings
     if name in ("measure", "profile"):

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from typing import Any
 
-from vitbench.measure.settings import RunSettings
+from vitbench.settings import RunSettings
 from vitbench.specs import ModelSpec, spec_from_dict, spec_to_dict
 
 MARKER = "@@vitbench-record@@"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vitbench.measure.settings import RunSettings
+from vitbench.settings import RunSettings
 from vitbench.specs import ModelSpec
 
 #: reported categories, in display order

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from vitbench.errors import VitbenchError
-from vitbench.measure.settings import RunSettings, settings_fields
+from vitbench.settings import RunSettings, settings_fields
 from vitbench.results import Records
 from vitbench.specs import ModelSpec, spec_key
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from vitbench.measure.settings import RunSettings
+from vitbench.settings import RunSettings
 from vitbench.specs import ViTSpec
 
 #: a ViT small enough that every check takes about a second on a laptop CPU

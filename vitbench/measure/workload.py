@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vitbench.errors import SpecError
-from vitbench.measure.settings import RunSettings
+from vitbench.settings import RunSettings
 from vitbench.specs import ModelSpec, ViTSpec, with_overrides
 
 AUTOCAST_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}

@@ -1,4 +1,7 @@
-"""What to measure and how: :class:`RunSettings`, validated on construction. No torch import."""
+"""What to run and how: the run choices, defined here and nowhere else, and
+:class:`RunSettings` (how one configuration is measured), validated on construction.
+No torch import.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +9,27 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Union
 
 from vitbench.errors import SpecError
+from vitbench.specs.vit import ATTENTIONS
 
+#: where a measurement runs: ``auto`` = CUDA when available, else the CPU
 DEVICES = ("auto", "cpu", "cuda")
+#: ``infer`` = one forward pass; ``train`` = forward, loss, backward, optimizer step
 MODES = ("infer", "train")
+#: ``fp32``, or bf16 / fp16 autocast (weights stay fp32)
 PRECISIONS = ("fp32", "bf16", "fp16")
-ATTENTIONS = (None, "sdpa", "math")
+#: ``sgd`` = plain SGD; ``sgd-momentum`` = SGD with momentum 0.9; ``adamw`` = AdamW
 OPTIMIZERS = ("adamw", "sgd", "sgd-momentum")
+#: the traced counters (the analytic model is not a counter)
+COUNTERS = ("fvcore", "dispatch")
+#: what ``analyze --counters`` may ask for: the formulas and the traced counters
+COUNT_METHODS = ("analytic", *COUNTERS)
+#: the stages of a sweep row
+STAGES = ("analytic", "counters", "measured")
+
+__all__ = [
+    "ATTENTIONS", "COUNTERS", "COUNT_METHODS", "DEVICES", "MODES", "OPTIMIZERS", "PRECISIONS",
+    "STAGES", "RunSettings", "settings_fields",
+]
 
 BatchSize = Union[int, str]
 
@@ -62,7 +80,7 @@ class RunSettings:
             ("device", DEVICES),
             ("mode", MODES),
             ("precision", PRECISIONS),
-            ("attention", ATTENTIONS),
+            ("attention", (None, *ATTENTIONS)),
             ("optimizer", OPTIMIZERS),
         ):
             if getattr(self, name) not in choices:

@@ -1,0 +1,50 @@
+"""Model specifications: frozen, validated, hashable dataclasses. No torch import here.
+
+A spec is the identity of a model configuration. Everything downstream (building the module,
+analytic formulas, counters, measurement, result keys) takes a spec. One module per family;
+``SPEC_TYPES`` maps each spec's ``kind`` to its class.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+from vitbench.specs.cnn import RESNET_BLOCKS, RESNET_STEMS, PlainCNNSpec, ResNetSpec
+from vitbench.specs.text import (
+    format_overrides,
+    format_value,
+    overrides_of,
+    parse_field_value,
+    spec_fields,
+    spec_from_dict,
+    spec_key,
+    spec_to_dict,
+    with_overrides,
+)
+from vitbench.specs.vit import ATTENTIONS, PATCH_EMBEDS, POOLINGS, POS_EMBEDS, ViTSpec
+
+ModelSpec = Union[ViTSpec, ResNetSpec, PlainCNNSpec]
+SPEC_TYPES: dict[str, type] = {cls.kind: cls for cls in (ViTSpec, ResNetSpec, PlainCNNSpec)}
+
+__all__ = [
+    "ViTSpec",
+    "ResNetSpec",
+    "PlainCNNSpec",
+    "ModelSpec",
+    "SPEC_TYPES",
+    "ATTENTIONS",
+    "PATCH_EMBEDS",
+    "POOLINGS",
+    "POS_EMBEDS",
+    "RESNET_BLOCKS",
+    "RESNET_STEMS",
+    "spec_fields",
+    "with_overrides",
+    "parse_field_value",
+    "spec_to_dict",
+    "spec_from_dict",
+    "spec_key",
+    "overrides_of",
+    "format_overrides",
+    "format_value",
+]

@@ -1,0 +1,69 @@
+"""Validators shared by every spec type: each raises :class:`SpecError` naming the field and the
+bad value. No torch import."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from vitbench.errors import SpecError
+
+
+def positive(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(name, value, "must be an integer")
+    if value <= 0:
+        raise SpecError(name, value, "must be a positive integer")
+
+
+def choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise SpecError(name, value, f"must be one of {', '.join(choices)}")
+
+
+def finite_number(name: str, value: Any) -> None:
+    """A real number that is neither NaN nor infinite (booleans are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SpecError(name, value, "must be a finite number")
+
+
+def positive_number(name: str, value: Any) -> None:
+    finite_number(name, value)
+    if value <= 0:
+        raise SpecError(name, value, "must be a positive number")
+
+
+def probability(name: str, value: Any) -> None:
+    finite_number(name, value)
+    if not 0.0 <= value < 1.0:
+        raise SpecError(name, value, "must be a number in [0, 1)")
+
+
+def boolean(name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise SpecError(name, value, "must be true or false")
+
+
+def image_size(value: Any) -> tuple[int, int]:
+    """An integer (square) or a (height, width) pair of positive integers -> (height, width)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = (value, value)
+    if isinstance(value, list):
+        value = tuple(value)
+    if not (isinstance(value, tuple) and len(value) == 2):
+        raise SpecError("img_size", value, "must be an integer or a (height, width) pair")
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            raise SpecError("img_size", value, "must be positive integers")
+    return value  # type: ignore[return-value]
+
+
+def int_tuple(name: str, value: Any) -> tuple[int, ...]:
+    """A non-empty sequence of positive integers, as a tuple."""
+    if isinstance(value, list):
+        value = tuple(value)
+    if not isinstance(value, tuple) or not value:
+        raise SpecError(name, value, "must be a non-empty sequence of positive integers")
+    for v in value:
+        positive(name, v)
+    return value

@@ -1,0 +1,166 @@
+"""Specs as text and plain data: parsing field values given as text (command line, sweep files),
+overrides, JSON-able dicts and the stable identity key. No torch import."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from dataclasses import fields
+from typing import Any
+
+from vitbench.errors import SpecError
+
+_IMAGE_SIZE = re.compile(r"^\s*(\d+)\s*(?:[xX]\s*(\d+)\s*)?$")
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+def spec_types() -> dict[str, type]:
+    from vitbench.specs import SPEC_TYPES
+
+    return SPEC_TYPES
+
+
+def spec_fields(spec_type: type) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in fields(spec_type)}
+
+
+def parse_bool(name: str, text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise SpecError(name, text, "must be true or false")
+
+
+def parse_image_size(text: str) -> int | tuple[int, int]:
+    """'224' -> 224; '224x320' -> (224, 320) (height x width). Anything else is an error: a list
+    of sizes ('224,384') is a list of values, split by the caller, never one size."""
+    match = _IMAGE_SIZE.match(text)
+    if not match:
+        raise SpecError("img_size", text, "is not a valid image size (an integer, or HxW such as 224x320)")
+    height, width = match.groups()
+    return int(height) if width is None else (int(height), int(width))
+
+
+def _expected(name: str, annotation: str) -> str:
+    if annotation.startswith("tuple"):
+        return "comma-separated list of integers"
+    if annotation.startswith("int"):
+        return "integer"
+    return "number"
+
+
+def parse_field_value(spec_type: type, name: str, value: Any) -> Any:
+    """Coerce a value given as text (CLI, sweep file) to the type of the spec field ``name``.
+    Values that are not text are returned unchanged (the spec validates them)."""
+    known = spec_fields(spec_type)
+    if name not in known:
+        raise SpecError(
+            name,
+            value,
+            f"unknown field for a {spec_type.kind} model (fields: {', '.join(sorted(known))})",
+        )
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    annotation = str(known[name].type)
+    if name == "img_size":
+        return parse_image_size(text)
+    if annotation == "bool":
+        return parse_bool(name, text)
+    try:
+        if name == "stages":
+            return tuple(tuple(int(c) for c in group.split("-")) for group in text.split(","))
+        if annotation.startswith("tuple[int"):
+            return tuple(int(p) for p in text.split(","))
+        if annotation.startswith("int"):
+            if annotation.endswith("None") and text.lower() in ("none", ""):
+                return None
+            return int(text)
+        if annotation.startswith("float"):
+            if annotation.endswith("None") and text.lower() in ("none", ""):
+                return None
+            number = float(text)
+            if not math.isfinite(number):
+                raise SpecError(name, value, "must be a finite number")
+            return number
+    except ValueError:
+        raise SpecError(name, value, f"is not a valid {_expected(name, annotation)}") from None
+    return text
+
+
+def with_overrides(spec: Any, **overrides: Any) -> Any:
+    """A copy of ``spec`` with fields replaced; values may be given as text. Validates."""
+    if not overrides:
+        return spec
+    parsed = {k: parse_field_value(type(spec), k, v) for k, v in overrides.items()}
+    try:
+        return dataclasses.replace(spec, **parsed)
+    except TypeError as exc:  # a value of the wrong type reaching a comparison
+        name, value = next(iter(parsed.items()))
+        raise SpecError(name, value, str(exc)) from None
+
+
+def spec_to_dict(spec: Any) -> dict[str, Any]:
+    """Plain JSON-able dict including ``kind``; inverse of :func:`spec_from_dict`."""
+    out: dict[str, Any] = {"kind": spec.kind}
+    for f in fields(spec):
+        value = getattr(spec, f.name)
+        if isinstance(value, tuple):
+            value = [list(v) if isinstance(v, tuple) else v for v in value]
+        out[f.name] = value
+    return out
+
+
+def spec_from_dict(data: dict[str, Any]) -> Any:
+    data = dict(data)
+    kind = data.pop("kind", "vit")
+    types = spec_types()
+    if kind not in types:
+        raise SpecError("kind", kind, f"must be one of {', '.join(types)}")
+    spec_type = types[kind]
+    for name in data:
+        if name not in spec_fields(spec_type):
+            raise SpecError(name, data[name], f"unknown field for a {kind} model")
+    for name, value in data.items():  # JSON lists back to the tuples the specs hold
+        if isinstance(value, list):
+            data[name] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+    return spec_type(**data)
+
+
+def spec_key(spec: Any) -> str:
+    """A stable string identity of the configuration (the name excluded), for result matching."""
+    data = spec_to_dict(spec)
+    data.pop("name")
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def overrides_of(spec: Any, base: Any) -> dict[str, Any]:
+    """Fields where ``spec`` differs from ``base`` (for labelling overridden presets)."""
+    return {
+        f.name: getattr(spec, f.name)
+        for f in fields(spec)
+        if f.name != "name" and getattr(spec, f.name) != getattr(base, f.name)
+    }
+
+
+def format_overrides(overrides: dict[str, Any]) -> str:
+    """{'img_size': (384, 384), 'depth': 6} -> 'img_size=384,depth=6' (for tables and ids)."""
+    return ",".join(f"{name}={format_value(value)}" for name, value in overrides.items())
+
+
+def format_value(value: Any) -> str:
+    """A field value as the text the command line takes back: 384, 224x320, 3-4-6-3, 32-64,128."""
+    if isinstance(value, tuple):
+        if value and all(isinstance(v, tuple) for v in value):
+            return ",".join("-".join(str(c) for c in v) for v in value)
+        if len(value) == 2 and value[0] == value[1]:
+            return str(value[0])
+        return "x".join(str(v) for v in value) if len(value) == 2 else "-".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
