@@ -9,25 +9,28 @@ from vitbench.errors import SpecError
 from vitbench.presets import get_preset
 from vitbench.results import Records
 from vitbench.settings import COUNT_METHODS as COUNTERS
-from vitbench.specs import ModelSpec, spec_fields, with_overrides
+from vitbench.specs import ModelSpec, override_combinations, spec_fields, with_overrides
 
 
 def resolve_models(
     models: Iterable[str | ModelSpec], overrides: dict[str, Any] | None = None
 ) -> list[ModelSpec]:
     """Preset names or specs -> specs, with overrides applied to every model that has the field.
+    An override given as a ``list`` holds alternatives: one spec per combination, per model.
 
     A field that none of the models has is an error (it would otherwise be silently ignored)."""
     overrides = dict(overrides or {})
     specs = []
     for model in models:
-        spec = get_preset(model).spec if isinstance(model, str) else model
-        applicable = {k: v for k, v in overrides.items() if k in spec_fields(type(spec))}
-        specs.append(with_overrides(spec, **applicable))
+        base = get_preset(model).spec if isinstance(model, str) else model
+        applicable = {k: v for k, v in overrides.items() if k in spec_fields(type(base))}
+        for combination in override_combinations(applicable):
+            specs.append(with_overrides(base, **combination))
     for name, value in overrides.items():
         if not any(name in spec_fields(type(s)) for s in specs):
             kinds = sorted({s.kind for s in specs})
-            raise SpecError(name, value, f"unknown field for {'/'.join(kinds)} models")
+            shown = ",".join(map(str, value)) if isinstance(value, list) else value
+            raise SpecError(name, shown, f"unknown field for {'/'.join(kinds)} models")
     return specs
 
 

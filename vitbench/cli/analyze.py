@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from vitbench.cli.common import add_format_argument, add_model_arguments, emit, overrides_from, positive_int
+from vitbench.cli.common import (
+    add_format_argument,
+    add_model_arguments,
+    emit,
+    non_negative_int,
+    overrides_from,
+    positive_int,
+)
 
 TABLE_COLUMNS = ["model", "img_size", "patch_size", "tokens", "batch_size", "params", "macs", "flops", "attn_matmul_share"]
 COUNTER_COLUMNS = ["fvcore_macs", "dispatch_macs", "agree"]
@@ -25,7 +32,7 @@ def register(subparsers) -> None:
     parser.add_argument("--components", action="store_true", help="table: show per-component MACs")
     parser.add_argument(
         "--module-table",
-        type=int,
+        type=non_negative_int,
         metavar="DEPTH",
         help="also print fvcore's per-module table (parameters, MACs, activations) to this depth",
     )

@@ -8,7 +8,8 @@ from dataclasses import fields
 from typing import Any
 
 from vitbench.reporting.format import FORMATS, render
-from vitbench.specs import SPEC_TYPES
+from vitbench.errors import SpecError
+from vitbench.specs import SPEC_TYPES, list_valued, spec_fields, split_alternatives
 
 
 def _override_fields() -> dict[str, str]:
@@ -21,29 +22,65 @@ def _override_fields() -> dict[str, str]:
     return {name: "/".join(kinds) for name, kinds in out.items()}
 
 
+def field_flag(name: str) -> str:
+    """The command-line flag of a spec field, the same in every command. The plain CNN's
+    ``stages`` field is ``--conv-stages`` (``--stages`` names a sweep's stages)."""
+    return "--conv-stages" if name == "stages" else "--" + name.replace("_", "-")
+
+
+def _is_list_valued(name: str) -> bool:
+    return any(name in spec_fields(t) and list_valued(t, name) for t in SPEC_TYPES.values())
+
+
+def add_override_arguments(parser: argparse.ArgumentParser, title: str, dest_prefix: str) -> None:
+    """One flag per spec field. Every flag takes a list of values, one row (or grid point) each:
+    ``--img-size 224,384``; list-valued fields separate alternatives with ';'
+    (``--layers '2,2,2,2;3,4,6,3'``); a non-square size is ``224x320``."""
+    group = parser.add_argument_group(
+        title,
+        "replace a field of every model that has it; comma-separated values give one row each "
+        "(e.g. --img-size 224,384; list-valued fields such as --layers separate values with ';')",
+    )
+    for name, kinds in _override_fields().items():
+        group.add_argument(
+            field_flag(name), dest=f"{dest_prefix}{name}", metavar="V1,V2" if not _is_list_valued(name) else "V1;V2",
+            default=None, help=f"({kinds})",
+        )
+
+
 def add_model_arguments(parser: argparse.ArgumentParser, nargs: str = "+") -> None:
     parser.add_argument(
         "models", nargs=nargs, metavar="MODEL", help="preset names (see `vitbench models`)"
     )
-    group = parser.add_argument_group(
-        "spec overrides", "replace a field of every model that has it (e.g. --img-size 384)"
-    )
-    for name, kinds in _override_fields().items():
-        group.add_argument(
-            f"--{name.replace('_', '-')}",
-            dest=f"override_{name}",
-            metavar="VALUE",
-            default=None,
-            help=f"({kinds})",
-        )
+    add_override_arguments(parser, "spec overrides", "override_")
 
 
-def overrides_from(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        key[len("override_"):]: value
-        for key, value in vars(args).items()
-        if key.startswith("override_") and value is not None
-    }
+def values_from(args: argparse.Namespace, dest_prefix: str) -> dict[str, list[str]]:
+    """Flags given with ``dest_prefix`` -> {field: [value, ...]} (each value still text)."""
+    out: dict[str, list[str]] = {}
+    for key, value in vars(args).items():
+        if key.startswith(dest_prefix) and value is not None:
+            name = key[len(dest_prefix):]
+            try:
+                out[name] = split_alternatives(value, _is_list_valued(name))
+            except ValueError as exc:
+                raise SpecError(name, value, str(exc)) from None
+    return out
+
+
+def overrides_from(args: argparse.Namespace) -> dict[str, list[str]]:
+    """Spec overrides from the command line; a list holds alternatives (one row each)."""
+    return values_from(args, "override_")
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid non-negative integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
+    return value
 
 
 def positive_int(text: str) -> int:

@@ -30,5 +30,10 @@ def run(args) -> int:
         for p in list_presets()
         if (not args.kind or p.spec.kind == args.kind) and (not args.filter or args.filter.lower() in p.name)
     ]
+    if not records:
+        from vitbench.errors import VitbenchError
+
+        given = ", ".join(f"--{k}={v!r}" for k, v in (("kind", args.kind), ("filter", args.filter)) if v)
+        raise VitbenchError(f"{given}: no preset matches (see `vitbench models`)")
     emit(args, records)
     return 0

@@ -136,10 +136,8 @@ def run(args) -> int:
     from vitbench.measure.profile import TABLE_COLUMNS, measure
     from vitbench.results import Records
 
-    overrides = overrides_from(args)
-    attention = overrides.pop("attention", None)
-    specs = resolve_models(args.models, overrides)
-    all_settings = settings_list(args, attention)
+    specs = resolve_models(args.models, overrides_from(args))
+    all_settings = settings_list(args, None)
     records = Records()
     for settings in all_settings:
         for spec in specs:

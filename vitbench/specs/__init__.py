@@ -13,9 +13,12 @@ from vitbench.specs.cnn import RESNET_BLOCKS, RESNET_STEMS, PlainCNNSpec, ResNet
 from vitbench.specs.text import (
     format_overrides,
     format_value,
+    list_valued,
+    override_combinations,
     overrides_of,
     parse_field_value,
     spec_fields,
+    split_alternatives,
     spec_from_dict,
     spec_key,
     spec_to_dict,
@@ -47,4 +50,7 @@ __all__ = [
     "overrides_of",
     "format_overrides",
     "format_value",
+    "list_valued",
+    "override_combinations",
+    "split_alternatives",
 ]

@@ -4,9 +4,11 @@ overrides, JSON-able dicts and the stable identity key. No torch import."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
@@ -85,12 +87,42 @@ def parse_field_value(spec_type: type, name: str, value: Any) -> Any:
             if annotation.endswith("None") and text.lower() in ("none", ""):
                 return None
             number = float(text)
-            if not math.isfinite(number):
-                raise SpecError(name, value, "must be a finite number")
-            return number
     except ValueError:
         raise SpecError(name, value, f"is not a valid {_expected(name, annotation)}") from None
+    if annotation.startswith("float"):
+        if not math.isfinite(number):
+            raise SpecError(name, value, "must be a finite number")
+        return number
     return text
+
+
+def list_valued(spec_type: type, name: str) -> bool:
+    """Fields whose one value is itself a list (``layers``, ``widths``, ``stages``...): on the
+    command line their alternatives are separated by ';' instead of ','."""
+    field = spec_fields(spec_type).get(name)
+    return field is not None and name != "img_size" and str(field.type).startswith("tuple")
+
+
+def split_alternatives(text: str, list_valued_field: bool = False) -> list[str]:
+    """'224,384' -> ['224', '384']; for a list-valued field '2,2,2,2;3,4,6,3' -> two values.
+    An empty alternative ('224,' or ',') is an error, never silently dropped."""
+    separator = ";" if list_valued_field else ","
+    parts = [part.strip() for part in str(text).split(separator)]
+    if not parts or any(not part for part in parts):
+        raise ValueError(f"empty value in {text!r} (separate values with '{separator}')")
+    return parts
+
+
+def override_combinations(overrides: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every combination of override values: a ``list`` holds alternatives (one row each), any
+    other value (a tuple such as an (H, W) size, a number, text) is one value.
+    {'img_size': [224, 384], 'depth': 6} -> [{'img_size': 224, 'depth': 6}, {'img_size': 384, ...}]."""
+    names = list(overrides)
+    choices = [v if isinstance(v, list) else [v] for v in overrides.values()]
+    for name, values in zip(names, choices):
+        if not values:
+            raise SpecError(name, values, "needs at least one value")
+    return [dict(zip(names, combo)) for combo in itertools.product(*choices)]
 
 
 def with_overrides(spec: Any, **overrides: Any) -> Any:
