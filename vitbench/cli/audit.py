@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from vitbench.claims.verdicts import VERDICTS
 from vitbench.cli.common import add_format_argument, emit
 
 
@@ -25,13 +26,13 @@ def register(subparsers) -> None:
                         help="audit only these claim ids")
     parser.add_argument("--source", metavar="FILE-PREFIX",
                         help="audit only claims from documents whose file name starts with this (e.g. 002)")
-    parser.add_argument("--verdict", choices=("holds", "off", "wrong convention", "needs a GPU", "not checkable", "error"),
+    parser.add_argument("--verdict", choices=VERDICTS,
                         help="show only claims with this verdict")
     parser.add_argument("--catalogue", metavar="FILE", help="audit another claims file (same schema)")
     parser.add_argument("--no-counted", dest="counted", action="store_false",
                         help="skip counting on the built module and tracing (analytic only; faster)")
     parser.add_argument("--measure", action="store_true",
-                        help="time throughput claims on a CUDA device (otherwise 'needs a GPU')")
+                        help="measure claims about a GPU (throughput, GPU memory) on the CUDA device (otherwise 'needs a GPU')")
     parser.add_argument("--write", metavar="FILE",
                         help="write the markdown report (e.g. reports/claims.md) instead of printing a table; --format markdown prints the same report")
     parser.add_argument("--explain", action="store_true", help="table: add each claim's one-sentence explanation")
@@ -41,8 +42,15 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
+def _write(path: str, text: str) -> None:
+    from vitbench.results import atomic_write_text
+
+    atomic_write_text(path, text)
+
+
 def run(args) -> int:
-    from vitbench.claims import audit, display_rows, quantity_rows, render_markdown, summary
+    from vitbench.claims import audit, quantity_rows, summary
+    from vitbench.reporting.claims import display_rows, render_markdown
 
     if args.quantities:
         emit(args, quantity_rows())
@@ -53,27 +61,14 @@ def run(args) -> int:
         records = type(records)(r for r in records if r["verdict"] == args.verdict)
     catalogue = args.catalogue or "vitbench/data/claims.yaml"
     if args.write:
-        from vitbench.results import atomic_write_text
-
-        atomic_write_text(args.write, render_markdown(records, catalogue=catalogue))
+        _write(args.write, render_markdown(records, catalogue=catalogue))
         counts = ", ".join(f"{n} {verdict}" for verdict, n in summary(records).items() if n)
         print(f"wrote {args.write}: {len(records)} claims ({counts})", file=sys.stderr)
-        return 0
-    if args.format == "markdown":  # the full report, as --write would write it
+    elif args.format == "markdown":  # the full report, as --write would write it
         text = render_markdown(records, catalogue=catalogue)
-        if args.output:
-            from vitbench.results import atomic_write_text
-
-            atomic_write_text(args.output, text)
-        else:
-            sys.stdout.write(text)
-        return 0
-    if args.format == "table":
-        rows = display_rows(records)
-        if args.explain:
-            for row, record in zip(rows, records):
-                row["explanation"] = record["explanation"]
-        emit(args, rows)
+        _write(args.output, text) if args.output else sys.stdout.write(text)
+    elif args.format == "table":
+        emit(args, display_rows(records, explain=args.explain))
     else:
         emit(args, records)
     return 0

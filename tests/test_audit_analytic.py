@@ -1,0 +1,83 @@
+"""The formulas behind `vitbench audit` (vitbench.analytic.conventions), checked against values
+worked out by hand and, for Swin's global attention, against timm's module counted on meta (the
+audit itself checks the rest against counted timm and torchvision modules: tests/test_audit.py),
+and the layering rules: the quantity registry names analytic functions (no
+formulas of its own), and neither the formulas nor the catalogue code import torch.
+"""
+
+from __future__ import annotations
+
+import operator
+import subprocess
+import sys
+
+import pytest
+
+from vitbench.analytic import conventions
+from vitbench.claims import QUANTITIES
+from vitbench.presets import resolve
+from vitbench.specs import SwinSpec
+
+SWIN_B = SwinSpec(name="swin-b", embed_dim=128, depths=(2, 2, 18, 2), num_heads=(4, 8, 16, 32), window_clamp=True)
+
+
+def test_swin_stage_attention_by_hand():
+    # Swin-B stage 1 at 224 px: n = 56^2 = 3,136 tokens, C = 128, M = 7: 64 windows.
+    assert (conventions.swin_tokens(SWIN_B), conventions.swin_windows(SWIN_B)) == (3136, 64)
+    # global: 4 n C^2 + 2 n^2 C = 205,520,896 + 2,517,630,976
+    assert conventions.swin_global_attention_macs(SWIN_B) == 205_520_896 + 2_517_630_976 == 2_723_151_872
+    # window: 4 n C^2 + 2 M^2 n C = 205,520,896 + 39,337,984
+    assert conventions.swin_window_attention_macs(SWIN_B) == 205_520_896 + 39_337_984 == 244_858_880
+    assert conventions.swin_global_scores_per_head(SWIN_B) == 3136**2
+    assert conventions.swin_window_scores_per_head(SWIN_B) == 49**2
+    readings = {r.key: r.value for r in conventions.swin_window_attention_readings(SWIN_B)}
+    assert readings == {"matmul-only": 2 * 49 * 3136 * 128, "qk-only": 49 * 3136 * 128}
+    readings = {r.key: r.value for r in conventions.swin_global_attention_readings(SWIN_B)}
+    assert readings == {"matmul-only": 2 * 3136**2 * 128, "qk-only": 3136**2 * 128}
+    # Stage 2 (28 x 28, C = 256): windows of 7, and global over the stage's own map.
+    assert conventions.swin_windows(SWIN_B, 1) == 16
+    assert conventions.swin_global_attention_macs(SWIN_B, 1) == 4 * 784 * 256**2 + 2 * 784**2 * 256
+
+
+@pytest.mark.slow
+def test_swin_global_attention_equals_timms_counted_stage():
+    pytest.importorskip("timm")
+    from vitbench.counters import count_detailed
+
+    # timm's Swin-B with 56 x 56 windows: stage 1 (56 x 56 tokens) is one window, global attention.
+    counted = count_detailed("timm:swin_base_patch4_window7_224+window_size=56", counters=("dispatch",))
+    assert counted.dispatch_by_module["layers.0.blocks.0.attn"] == conventions.swin_global_attention_macs(SWIN_B) == 2_723_151_872
+
+
+def test_vit_parts_by_hand():
+    spec = resolve("vit-b/16")  # n = 197, d = 768, m = 3072, L = 12
+    n, d, m = 197, 768, 3072
+    assert conventions.attention_layer_macs(spec) == 4 * n * d * d + 2 * n * n * d
+    assert conventions.encoder_layer_macs(spec) == 4 * n * d * d + 2 * n * n * d + 2 * n * d * m
+    assert conventions.encoder_params(spec) == 12 * 7_087_872 == 85_054_464
+    assert conventions.without_cls(spec).tokens == 196 and conventions.without_cls(conventions.without_cls(spec)) is None
+    readings = {r.key: r.value for r in conventions.attention_readings(spec)}
+    assert readings == {
+        "matmul-only": 2 * n * n * d, "qk-only": n * n * d,
+        "block/no-cls": 4 * 196 * d * d + 2 * 196**2 * d, "matmul-only/no-cls": 2 * 196**2 * d, "qk-only/no-cls": 196**2 * d,
+    }
+    # fvcore: MACs + 5 per LayerNorm element (2 per block on n d, the final one on the CLS token)
+    macs = 17_563_828_224  # tests/test_audit.py::_vitb16_macs
+    assert conventions.fvcore_flops(spec) == macs + 5 * (12 * 2 * n * d + d)
+
+
+def test_the_registry_names_analytic_functions_and_no_formulas():
+    for q in QUANTITIES.values():
+        for function in (q.compute, q.readings):
+            if function is None or isinstance(function, operator.attrgetter):
+                continue
+            assert function.__module__.startswith("vitbench.analytic"), (q.name, function)
+            assert function.__name__ != "<lambda>", q.name
+
+
+def test_formulas_and_the_analytic_audit_import_no_torch():
+    # `vitbench audit --no-counted` stays fast: no torch, timm or pandas for the whole catalogue.
+    code = ("import sys; from vitbench.claims import audit; records = audit(counted=False); "
+            "assert len(records) > 100; heavy = {'torch', 'timm', 'pandas'} & set(sys.modules); "
+            "assert not heavy, sorted(heavy)")
+    subprocess.run([sys.executable, "-c", code], check=True)
