@@ -1,14 +1,13 @@
 """`vitbench compare`: rules, significance, matching, file errors and output formats.
 
-Results are synthetic records written to tmp_path: per-step samples with realistic noise, and
-metrics derived from them the way the measurement harness derives them (throughput = batch /
-median step time, latency = median step time).
+Results are synthetic records written to tmp_path: several runs of per-step samples with
+realistic noise, and metrics derived from them the way the measurement harness derives them
+(throughput = batch / median step time, latency = median step time, one median per run).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import random
 import statistics
 
@@ -17,26 +16,24 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vitbench.cli import main
-from vitbench.gate import (
-    DEFAULT_RULES,
-    CompareResult,
-    Rule,
-    RuleError,
-    compare,
-    mann_whitney_u,
-    parse_rules,
-    render,
-)
 from vitbench.errors import InputFileError
+from vitbench.gate import DEFAULT_RULES, CompareResult, Rule, RuleError, compare, parse_rules
+from vitbench.reporting.gate import render
 from vitbench.results import write_csv, write_json
 
 BATCH = 8
+RUNS = 5
 
 
-def measured(model="vit-ti/16", step_s=0.010, noise=0.01, n=30, seed=0, **extra):
-    """One measured record: ``n`` per-step times around ``step_s`` with relative noise ``noise``."""
+def measured(model="vit-ti/16", step_s=0.010, noise=0.01, n=30, seed=0, runs=RUNS, **extra):
+    """One measured record: ``runs`` runs of ``n // runs`` per-step times around ``step_s`` with
+    relative noise ``noise`` (within and between runs), as ``vitbench profile --runs`` pools them."""
     rng = random.Random(seed)
-    samples = [step_s * (1 + rng.gauss(0, noise)) for _ in range(n)]
+    per_run = []
+    for _ in range(runs):
+        level = step_s * (1 + rng.gauss(0, noise))  # this run's own speed (between-run noise)
+        per_run.append([level * (1 + rng.gauss(0, noise)) for _ in range(n // runs)])
+    samples = [x for run in per_run for x in run]
     median = statistics.median(samples)
     record = {
         "model": model,
@@ -55,8 +52,11 @@ def measured(model="vit-ti/16", step_s=0.010, noise=0.01, n=30, seed=0, **extra)
         "peak_memory_bytes": 200 * 2**20,
         "params": 5_717_416,
         "macs": 1_258_219_008 * BATCH,
-        "n_samples": n,
+        "n_samples": len(samples),
         "samples_s": samples,
+        "runs": runs,
+        "run_medians_s": [statistics.median(run) for run in per_run],
+        "run_samples_s": per_run,
         "env_device_name": "cpu",
         "env_torch": "2.14.1",
         "env_threads": 2,
@@ -66,13 +66,20 @@ def measured(model="vit-ti/16", step_s=0.010, noise=0.01, n=30, seed=0, **extra)
 
 
 def write(path, records, fmt=None):
-    """CSV (samples JSON-encoded, as the harness writes them) or versioned JSON."""
+    """CSV (list cells JSON-encoded, as the harness writes them) or versioned JSON."""
     fmt = fmt or path.suffix.lstrip(".")
     if fmt == "json":
         write_json({"schema_version": 1, "records": records}, path)
     else:
-        write_csv([{**r, "samples_s": json.dumps(r["samples_s"])} if "samples_s" in r else r for r in records], path)
+        write_csv(records, path)
     return path
+
+
+def single_run(**kwargs):
+    """A record of ONE run (``--runs 1``): no per-run columns beyond its own samples."""
+    record = measured(runs=1, **kwargs)
+    del record["run_medians_s"], record["run_samples_s"]
+    return record
 
 
 def slower_factor(text):
@@ -104,7 +111,7 @@ def test_twenty_percent_throughput_drop_fails(tmp_path, capsys, suffix):
     (row,) = result.regressions
     assert row.metric == "throughput_img_s"
     assert row.rel_change == pytest.approx(-0.20, abs=0.01)
-    assert row.p_value < 1e-6  # 30 vs 30 samples that do not overlap at all
+    assert row.p_value < 1e-6  # 5 vs 5 runs (1% noise) that do not overlap at all
     assert result.exit_code == 1
 
 
@@ -119,10 +126,10 @@ def test_one_percent_change_within_noise_passes(tmp_path, capsys):
 
 
 def test_change_beyond_threshold_but_within_noise_is_not_significant(tmp_path):
-    noisy = [0.010, 0.012, 0.008, 0.011, 0.009]  # +-20% step-to-step noise
-    base = write(tmp_path / "base.csv", [measured(samples_s=noisy, throughput_img_s=BATCH / 0.010)])
+    noisy = [0.010, 0.012, 0.008, 0.011, 0.009]  # +-20% run-to-run noise
+    base = write(tmp_path / "base.csv", [measured(run_medians_s=noisy, throughput_img_s=BATCH / 0.010)])
     slower = [x * 1.07 for x in noisy[1:] + noisy[:1]]
-    cur = write(tmp_path / "cur.csv", [measured(samples_s=slower, throughput_img_s=BATCH / 0.0107)])
+    cur = write(tmp_path / "cur.csv", [measured(run_medians_s=slower, throughput_img_s=BATCH / 0.0107)])
     result = compare(base, cur, ["throughput:-5%"])
     (row,) = [r for r in result.rows if r.metric == "throughput_img_s"]
     assert row.failed_rules == ("throughput_img_s:-5%",)  # the threshold alone would fail it
@@ -134,7 +141,8 @@ def test_change_beyond_threshold_but_within_noise_is_not_significant(tmp_path):
 def test_timing_rule_without_samples_uses_threshold_and_warns(tmp_path):
     base = measured()
     cur = measured(step_s=0.0125)
-    del base["samples_s"], cur["samples_s"]
+    for record in (base, cur):
+        del record["samples_s"], record["run_medians_s"], record["run_samples_s"]
     result = compare([base], [cur], ["throughput:-5%"])
     assert result.exit_code == 1
     assert any("significance not assessed" in w and "throughput_img_s" in w for w in result.warnings)
@@ -190,7 +198,8 @@ def test_peak_memory_rule():
 
 
 def test_run_that_now_fails_is_a_regression():
-    failed = measured(status="oom", throughput_img_s=None, latency_p50_s=None, samples_s=None)
+    failed = measured(status="oom", throughput_img_s=None, latency_p50_s=None, samples_s=None,
+                      run_medians_s=None, run_samples_s=None)
     result = compare([measured()], [failed], ["throughput:-5%"])
     (row,) = result.regressions
     assert row.metric == "status" and "oom" in row.note
@@ -287,7 +296,7 @@ def test_two_names_for_one_architecture_stay_apart():
 
 
 def test_repeated_runs_are_pooled_with_a_warning():
-    base = [measured(seed=1, n=10), measured(seed=2, n=10)]
+    base = [measured(seed=1, n=10), measured(seed=2, n=10)]  # two invocations of 5 runs each
     result = compare(base, [measured(seed=3)], ["throughput:-5%"])
     (row,) = [r for r in result.rows if r.metric == "throughput_img_s"]
     assert row.n_baseline == 20
@@ -427,38 +436,6 @@ def test_rule_text_round_trips(metric, sign, threshold, relative):
     assert Rule.parse(str(rule)) == rule
 
 
-def test_mann_whitney_by_hand():
-    # a = 1,2,3 below b = 4,5,6: rank sum of a = 6, U_a = 6 - 3*4/2 = 0; mu = 4.5;
-    # sigma^2 = 3*3/12 * 7 = 5.25; z = (4.5 - 0.5) / sqrt(5.25) = 1.7457; p = erfc(z / sqrt 2).
-    u, p = mann_whitney_u([1, 2, 3], [4, 5, 6])
-    assert u == 0
-    assert p == pytest.approx(math.erfc(4 / math.sqrt(5.25) / math.sqrt(2)))
-    assert p == pytest.approx(0.0809, abs=1e-4)
-    # Identical samples: no evidence of a shift.
-    assert mann_whitney_u([1, 1, 1], [1, 1, 1])[1] == 1.0
-
-
-try:
-    from scipy import stats as scipy_stats
-except ImportError:  # scipy is not a vitbench dependency
-    scipy_stats = None
-
-
-@pytest.mark.skipif(scipy_stats is None, reason="scipy not installed")
-@given(
-    a=st.lists(st.integers(0, 6), min_size=3, max_size=25),
-    b=st.lists(st.integers(0, 6), min_size=3, max_size=25),
-)
-def test_mann_whitney_matches_scipy_with_ties(a, b):
-    stats = scipy_stats
-    if len(set(a + b)) == 1:
-        return  # scipy returns nan for zero variance; ours returns p = 1
-    expected = stats.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic", use_continuity=True)
-    u, p = mann_whitney_u(a, b)
-    assert u == pytest.approx(expected.statistic)
-    assert p == pytest.approx(expected.pvalue, rel=1e-9, abs=1e-12)
-
-
 def test_any_numeric_column_can_be_gated_by_its_name():
     base = [{"model": "a", "score": 100.0}]
     assert compare(base, [{"model": "a", "score": 96.0}], ["score:-3%"]).exit_code == 1
@@ -469,12 +446,13 @@ def test_any_numeric_column_can_be_gated_by_its_name():
 
 def test_dataframe_input():
     pd = pytest.importorskip("pandas")
-    frame = pd.DataFrame([measured()]).drop(columns=["samples_s"])
+    frame = pd.DataFrame([measured()]).drop(columns=["samples_s", "run_medians_s", "run_samples_s"])
     assert compare(frame, [measured(params=1)], ["params:0"]).exit_code == 1
 
 
 def test_load_errors_are_input_file_errors(tmp_path):
-    with pytest.raises(InputFileError, match="not a file"):
+    # A directory is read as a sweep store; an empty one is not a results store.
+    with pytest.raises(InputFileError, match="^baseline .*no results store"):
         compare(tmp_path, [measured()])
 
 
@@ -491,9 +469,9 @@ REGENERATE = (
 def test_committed_results_baseline_is_current():
     """The CI gate's baseline agrees with today's analytic counts (dispatch counts: in CI)."""
     from vitbench.api import analyze
-    from vitbench.results import read_csv
+    from vitbench.results import read_csv_records
 
-    models = [r["model"] for r in read_csv(BASELINE_CSV)]
+    models = [r["model"] for r in read_csv_records(BASELINE_CSV)]
     result = compare(BASELINE_CSV, analyze(models), ["params:0", "macs:0"])
     assert result.exit_code == 0, f"regenerate the baseline: {REGENERATE}\n" + render(result, "table")
     assert len(result.rows) == 2 * len(models)

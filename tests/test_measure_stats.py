@@ -1,5 +1,5 @@
-"""Statistics of timing samples, the timer's sampling logic (with a fake clock), the batch-size
-search and run-settings validation: all device-independent and pure."""
+"""Statistics of timing samples and significance tests, the timer's sampling logic (with a fake
+clock), the batch-size search and run-settings validation: all device-independent and pure."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import math
 import statistics
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from vitbench.errors import SpecError
 from vitbench.measure.autobatch import find_max_batch
+from vitbench.measure.stats import mann_whitney_u, quantile, run_shift, stability_warning, summarize
 from vitbench.settings import RunSettings
-from vitbench.measure.stats import quantile, stability_warning, summarize
 from vitbench.measure.timer import sample_size, time_steps
 
 
@@ -52,6 +54,94 @@ def test_stability_warning_only_when_spread_is_large():
     text = stability_warning(noisy)
     assert text is not None and "unstable" in text
     assert "--threads" in text and "--min-time" in text  # says what to do
+
+
+# --------------------------------------------------------------------------- significance
+def test_mann_whitney_by_hand():
+    # a = 1,2,3 below b = 4,5,6: rank sum of a = 6, U_a = 6 - 3*4/2 = 0; mu = 4.5;
+    # sigma^2 = 3*3/12 * 7 = 5.25; z = (4.5 - 0.5) / sqrt(5.25) = 1.7457; p = erfc(z / sqrt 2).
+    u, p = mann_whitney_u([1, 2, 3], [4, 5, 6])
+    assert u == 0
+    assert p == pytest.approx(math.erfc(4 / math.sqrt(5.25) / math.sqrt(2)))
+    assert p == pytest.approx(0.0809, abs=1e-4)
+    # Identical samples: no evidence of a shift.
+    assert mann_whitney_u([1, 1, 1], [1, 1, 1])[1] == 1.0
+
+
+def _mann_whitney_reference(a, b):
+    """Independent reference: rank sums with average ranks for ties, the tie-corrected variance
+    n_a n_b / 12 * ((n + 1) - sum(t^3 - t) / (n (n - 1))), continuity correction 1/2."""
+    n_a, n_b = len(a), len(b)
+    pooled = sorted([(x, 0) for x in a] + [(x, 1) for x in b])
+    n = n_a + n_b
+    rank_sum_a = tie_term = 0.0
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and pooled[j + 1][0] == pooled[i][0]:
+            j += 1
+        size = j - i + 1
+        tie_term += size**3 - size
+        rank_sum_a += ((i + j) / 2 + 1) * sum(1 for k in range(i, j + 1) if pooled[k][1] == 0)
+        i = j + 1
+    u_a = rank_sum_a - n_a * (n_a + 1) / 2
+    variance = n_a * n_b / 12 * ((n + 1) - tie_term / (n * (n - 1)))
+    z = max(abs(u_a - n_a * n_b / 2) - 0.5, 0.0) / math.sqrt(variance)
+    return u_a, min(1.0, math.erfc(z / math.sqrt(2)))
+
+
+@given(
+    a=st.lists(st.integers(0, 6), min_size=3, max_size=25),
+    b=st.lists(st.integers(0, 6), min_size=3, max_size=25),
+)
+def test_mann_whitney_matches_a_reference_with_ties(a, b):
+    if len(set(a + b)) == 1:
+        return  # zero variance: p = 1 (tested above)
+    expected_u, expected_p = _mann_whitney_reference(a, b)
+    u, p = mann_whitney_u(a, b)
+    assert u == pytest.approx(expected_u)
+    assert p == pytest.approx(expected_p, rel=1e-9, abs=1e-12)
+
+
+def test_run_shift_welch_by_hand():
+    # log a = 0, 0.2 and log b = 0.1, 0.3: means 0.1 and 0.2, both variances 0.02;
+    # se = sqrt(0.02/2 + 0.02/2) = 0.1414, t = 0.1 / se = 0.7071;
+    # Welch df = 0.02^2 / (2 * 0.01^2 / 1) = 2, and for 2 df the two-sided p = 1 - t / sqrt(2 + t^2).
+    shift = run_shift([1.0, math.exp(0.2)], [math.exp(0.1), math.exp(0.3)])
+    t = 0.1 / math.sqrt(0.02)
+    assert shift.p == pytest.approx(1 - t / math.sqrt(2 + t * t))  # 0.5528
+    assert shift.ratio == pytest.approx(math.exp(0.1))
+    assert (shift.n_a, shift.n_b) == (2, 2)
+
+
+def test_run_shift_one_sided_against_a_margin_by_hand():
+    a, b = [1.0, math.exp(0.2)], [math.exp(0.1), math.exp(0.3)]  # as above: t = 0.7071, 2 df
+    two_sided = 1 - (0.1 / math.sqrt(0.02)) / math.sqrt(2 + 0.5)
+    assert run_shift(a, b, alternative="greater").p == pytest.approx(two_sided / 2)
+    assert run_shift(a, b, alternative="less").p == pytest.approx(1 - two_sided / 2)
+    # b is exactly exp(0.1) times a on the log scale: at the margin, t = 0 and p = 1/2.
+    assert run_shift(a, b, margin=math.exp(0.1), alternative="greater").p == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="alternative"):
+        run_shift(a, b, alternative="larger")
+
+
+def test_run_shift_is_the_same_for_times_and_rates():
+    times_a, times_b = [0.010, 0.011, 0.0105], [0.0125, 0.0131, 0.0128]
+    on_times = run_shift(times_a, times_b)
+    on_rates = run_shift([8 / t for t in times_a], [8 / t for t in times_b])
+    assert on_times.p == pytest.approx(on_rates.p)
+    assert on_times.ratio == pytest.approx(1 / on_rates.ratio)
+
+
+def test_run_shift_without_spread_and_with_too_few_runs():
+    assert run_shift([0.01, 0.01], [0.01, 0.01]).p == 1.0
+    assert run_shift([0.01, 0.01], [0.02, 0.02]).p == 0.0
+    assert run_shift([0.01, 0.01], [0.02, 0.02], margin=2.5, alternative="greater").p == 1.0
+    assert run_shift([0.01, 0.01], [0.02, 0.02], margin=1.5, alternative="greater").p == 0.0
+    with pytest.raises(ValueError, match="at least 2 runs"):
+        run_shift([0.01], [0.01, 0.02])
+    with pytest.raises(ValueError, match="positive"):
+        run_shift([0.01, 0.0], [0.01, 0.02])
 
 
 # --------------------------------------------------------------------------- timer

@@ -9,8 +9,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,33 @@ SCHEMA_VERSION = 1
 KEY_COLUMNS = ("model", "spec_key", "batch_size", "device", "mode", "precision")
 
 
+#: Columns every command's rows carry, so that ``compare`` can match and gate any of them.
+IDENTITY_COLUMNS = ("model", "kind", "spec_key", "img_size", "patch_size", "batch_size", "params", "macs")
+
+
+def identity_columns(
+    *,
+    model: str,
+    kind: str | None,
+    spec_key: str | None,
+    img_size: int | str | None,
+    patch_size: int | None,
+    batch_size: int | str | None,
+    params: int | None,
+    macs_per_image: int | None,
+) -> dict[str, Any]:
+    """The identity columns of a row, in :data:`IDENTITY_COLUMNS` order.
+
+    ``macs`` = ``macs_per_image * batch_size`` (exact integers) when both are known integers,
+    else None (no count, or a batch size still to be chosen, such as ``"auto"``)."""
+    whole_batch = isinstance(batch_size, int) and not isinstance(batch_size, bool)
+    macs = macs_per_image * batch_size if macs_per_image is not None and whole_batch else None
+    return {
+        "model": model, "kind": kind, "spec_key": spec_key, "img_size": img_size,
+        "patch_size": patch_size, "batch_size": batch_size, "params": params, "macs": macs,
+    }
+
+
 class Records(list):
     """A list of record dicts that converts to a pandas DataFrame."""
 
@@ -32,7 +60,11 @@ class Records(list):
         return pd.DataFrame(list(self))
 
     def to_csv(self, path: str | os.PathLike | None = None) -> str | None:
-        return self.to_frame().to_csv(path, index=False)
+        """CSV text (exact integers, lists as JSON), or write it to ``path``."""
+        if path is None:
+            return csv_text(self)
+        write_csv(self, path)
+        return None
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -53,11 +85,40 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
         raise
 
 
-def write_csv(records: Sequence[dict[str, Any]], path: str | os.PathLike) -> None:
-    """Atomically write records as CSV (union of columns, first-seen order)."""
-    import pandas as pd
+def _csv_cell(value: Any) -> str:
+    """One CSV cell, exactly: integers in full (never through float), floats as their shortest
+    round-trip text, lists and dicts as compact JSON, None and NaN empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, sort_keys=isinstance(value, dict), default=str, separators=(",", ":"))
+    if isinstance(value, float):
+        return "" if value != value else repr(float(value))
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
+        return _csv_cell(value.item())
+    return str(value)
 
-    atomic_write_text(path, pd.DataFrame(list(records)).to_csv(index=False))
+
+def csv_text(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
+    """Records as CSV text: ``columns``, else the union of keys in first-seen order."""
+    import csv
+    import io
+
+    rows = list(records)
+    if columns is None:
+        columns = list(dict.fromkeys(key for row in rows for key in row))
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([_csv_cell(row.get(c)) for c in columns] for row in rows)
+    return buffer.getvalue()
+
+
+def write_csv(records: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> None:
+    """Atomically write records as CSV (union of columns, first-seen order; exact integers)."""
+    atomic_write_text(path, csv_text(records))
 
 
 def read_input_text(path: str | os.PathLike, where: str, error: type[Exception] = InputFileError) -> str:
@@ -77,21 +138,6 @@ def read_input_text(path: str | os.PathLike, where: str, error: type[Exception] 
     return text
 
 
-def read_csv(path: str | os.PathLike) -> Records:
-    """Read a results CSV back into records; one clear error for a missing or unreadable file."""
-    import pandas as pd
-
-    path = Path(path)
-    if not path.exists():
-        raise InputFileError(f"file={str(path)!r}: no such results file")
-    try:
-        frame = pd.read_csv(path)
-    except Exception as exc:  # pandas raises many types for bad files
-        raise InputFileError(f"file={str(path)!r}: not a readable CSV ({exc.__class__.__name__})") from None
-    frame = frame.astype(object).where(frame.notna(), None)
-    return Records(frame.to_dict(orient="records"))
-
-
 def write_json(data: Any, path: str | os.PathLike) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
@@ -100,3 +146,179 @@ def to_json(records: Iterable[dict[str, Any]]) -> str:
     return json.dumps(
         {"schema_version": SCHEMA_VERSION, "records": list(records)}, indent=2, default=str
     )
+
+
+# --------------------------------------------------------------------------- reading
+# ONE reader for every results format. Integers stay exact: CSV cells are read as text and
+# typed per column (never through float), JSON keeps Python ints.
+
+_INTEGER = re.compile(r"^[+-]?\d+$")
+_MISSING_TEXT = frozenset({"", "nan", "NaN", "NAN", "None", "null"})
+#: Columns read as text whatever they hold (versions, identifiers of the environment).
+_TEXT_PREFIXES = ("env_",)
+_TEXT_SUFFIXES = ("_version", "_key", "_id")
+#: Columns whose whole-valued numbers are still measurements, never counts.
+_FLOAT_SUFFIXES = ("_s", "_share", "_ratio", "_cv", "_fraction", "_pct", "mfu", "_per_image")
+
+
+def read_results(source: Any, role: str = "results") -> tuple[Records, dict[str, Any]]:
+    """Records and metadata from any results source.
+
+    ``source``: a CSV file, a JSON results file (``{"schema_version", "records"}`` or a list of
+    records), a sweep store directory, a list of record dicts, or a pandas DataFrame. Returns
+    (records, metadata): the JSON object's other members, the store's information, else {}.
+    Cells: integers exact, JSON-encoded lists (``samples_s``, ``run_medians_s``) as lists, empty
+    and NaN as None. Errors: one-line :class:`InputFileError` naming ``role`` and the file.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        where = f"{role} file={str(path)!r}"
+        if path.is_dir():
+            records, metadata = _read_store_dir(path, role)
+            return Records(_normalized(r) for r in records), metadata
+        text = read_input_text(path, where)
+        if path.suffix.lower() == ".json" or text.lstrip()[:1] in ("{", "["):
+            records, metadata = records_from_json(text, where)
+        else:
+            records, metadata = records_from_csv(text, where), {}
+    elif hasattr(source, "to_dict") and hasattr(source, "columns"):  # a pandas DataFrame
+        where = f"{role} records"
+        records, metadata = source.to_dict(orient="records"), {}
+    elif isinstance(source, Mapping):
+        raise InputFileError(f"{role} records: expected a list of records, got one mapping")
+    else:
+        where = f"{role} records"
+        records, metadata = list(source), {}
+    if not all(isinstance(r, Mapping) for r in records):
+        raise InputFileError(f"{where}: records must be objects (column -> value)")
+    return Records(_normalized(r) for r in records), metadata
+
+
+def _read_store_dir(path: Path, role: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A sweep store directory: the store module reads its own layout (rows, raw samples)."""
+    from vitbench.sweeps.store import read_store
+
+    try:
+        return read_store(path)
+    except InputFileError as exc:
+        if role == "results":
+            raise
+        raise InputFileError(f"{role} {exc}") from None
+
+
+def read_csv_records(path: str | os.PathLike) -> Records:
+    """The records of a results CSV file (typed as :func:`records_from_csv` says)."""
+    path = Path(path)
+    where = f"file={str(path)!r}"
+    return Records(_normalized(r) for r in records_from_csv(read_input_text(path, where), where))
+
+
+def records_from_json(text: str, where: str) -> tuple[list[Any], dict[str, Any]]:
+    """The records of a JSON results document and its other members (schema_version, ...)."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InputFileError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if isinstance(data, list):
+        return data, {}
+    if not isinstance(data, dict):
+        raise InputFileError(f"{where}: expected a JSON object with 'records', got {type(data).__name__}")
+    if "benchmarks" in data and "machine_info" in data:
+        raise InputFileError(
+            f"{where}: this is a pytest-benchmark file; compare those with "
+            "`pytest benchmarks/ --benchmark-compare` or `pytest-benchmark compare`"
+        )
+    version = data.get("schema_version")
+    if version is not None:
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise InputFileError(f"{where}: schema_version={version!r} is not a valid schema version")
+        if version > SCHEMA_VERSION:
+            raise InputFileError(
+                f"{where}: schema_version={version} is newer than this vitbench reads "
+                f"({SCHEMA_VERSION}); upgrade vitbench"
+            )
+    records = data.get("records")
+    if not isinstance(records, list):
+        raise InputFileError(f"{where}: no 'records' list (not a vitbench results file)")
+    return records, {k: v for k, v in data.items() if k != "records"}
+
+
+def records_from_csv(text: str, where: str) -> list[dict[str, Any]]:
+    """Rows of CSV text with cells typed per column: a column of integers gives ints (exact, any
+    size; whole numbers written as ``16.0`` too, unless the column is a measurement such as
+    ``*_s``), other numbers floats, true/false bools, ``[...]`` cells lists; empty cells None;
+    ``id``, ``env_*``, ``*_version``, ``*_key``, ``*_id`` columns stay text."""
+    import csv
+    import io
+
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise InputFileError(f"{where}: not a readable CSV ({exc})") from None
+    header = rows[0] if rows else []
+    if not any(c.strip() for c in header):
+        raise InputFileError(f"{where}: no header line (not a results CSV)")
+    duplicates = sorted({c for c in header if header.count(c) > 1})
+    if duplicates:
+        raise InputFileError(f"{where}: column {duplicates[0]!r} appears more than once in the header")
+    for line, row in enumerate(rows[1:], start=2):
+        if row and len(row) != len(header):
+            raise InputFileError(f"{where}: row {line} has {len(row)} fields, the header (row 1) has {len(header)}")
+    body = [r for r in rows[1:] if r]
+    columns = [_typed_column(name, [row[i] for row in body]) for i, name in enumerate(header)]
+    return [dict(zip(header, values)) for values in zip(*columns)] if columns else [{} for _ in body]
+
+
+def _typed_column(name: str, cells: list[str]) -> list[Any]:
+    present = [c.strip() for c in cells if c.strip() not in _MISSING_TEXT]
+    if not present:
+        return [None] * len(cells)
+    if name == "id" or name.startswith(_TEXT_PREFIXES) or name.endswith(_TEXT_SUFFIXES):  # "13.0" is a version
+        return [None if c.strip() in _MISSING_TEXT else c for c in cells]
+    if all(c.lower() in ("true", "false") for c in present):
+        return [None if c.strip() in _MISSING_TEXT else c.strip().lower() == "true" for c in cells]
+    numbers = [_number_text(c) for c in present]
+    if all(n is not None for n in numbers):
+        whole = not name.endswith(_FLOAT_SUFFIXES) and all(n.is_finite() and n == n.to_integral_value() for n in numbers)
+        convert = (lambda t: int(_number_text(t))) if whole else (lambda t: int(t) if _INTEGER.match(t) else float(t))
+        return [None if c.strip() in _MISSING_TEXT else convert(c.strip()) for c in cells]
+    return [None if c.strip() in _MISSING_TEXT else _list_or_text(c) for c in cells]
+
+
+def _number_text(text: str):
+    """The exact decimal value of a number's text (``1e3``, ``16.0``, ``inf``), or None."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        return None
+    return None if value.is_nan() else value
+
+
+def _list_or_text(text: str) -> Any:
+    stripped = text.strip()
+    if stripped.startswith("[") and stripped.endswith("]"):
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            return text
+    return text
+
+
+def _normalized(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A record with plain Python cells: NaN -> None, numpy scalars -> int/float, JSON-encoded
+    list text -> list."""
+    out = {}
+    for key, value in record.items():
+        if hasattr(value, "item") and not isinstance(value, (str, bytes, list, tuple, dict)):
+            try:
+                value = value.item()  # numpy scalar
+            except (TypeError, ValueError):
+                pass
+        if isinstance(value, float) and value != value:
+            value = None
+        elif isinstance(value, str):
+            value = _list_or_text(value)
+        out[str(key)] = value
+    return out

@@ -83,3 +83,82 @@ def stability_warning(
         f"{stats.n} samples (> {threshold:.0%}); {hint}, a longer --min-time, and close other "
         "programs using the device"
     )
+
+
+# --------------------------------------------------------------------------- significance
+# scipy is imported inside the functions: it is needed only when a comparison is assessed.
+
+
+def median(values: Sequence[float]) -> float:
+    """The middle value (the mean of the two middle values for an even count)."""
+    return statistics.median(values)
+
+
+def mann_whitney_u(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """Two-sided Mann-Whitney U test by the normal approximation with tie and continuity
+    corrections: ``scipy.stats.mannwhitneyu(a, b, method="asymptotic")``. Returns (U_a, p).
+
+    U_a = R_a - n_a (n_a + 1) / 2 (R_a: rank sum of ``a`` in the pooled sample, ties averaged);
+    z = (|U_a - n_a n_b / 2| - 1/2) / sigma. All values equal: no evidence of a shift, p = 1
+    (scipy gives nan there).
+    """
+    if not a or not b:
+        raise ValueError("both samples must be non-empty")
+    from scipy import stats
+
+    if len(set(a) | set(b)) == 1:
+        return len(a) * len(b) / 2, 1.0
+    result = stats.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic", use_continuity=True)
+    return float(result.statistic), float(result.pvalue)
+
+
+@dataclass(frozen=True)
+class RunShift:
+    """Welch's t-test on the logarithms of per-run values (e.g. per-run median step times).
+
+    ``ratio`` = exp(mean log b - mean log a): how many times larger ``b``'s typical run is;
+    ``p``: see :func:`run_shift`. The logarithm turns a slowdown into a shift and makes a rate
+    (1 / time) the same test with the sign flipped."""
+
+    ratio: float
+    p: float
+    n_a: int
+    n_b: int
+
+
+#: Fewest runs per side for which :func:`run_shift` gives a p-value.
+MIN_RUNS = 2
+
+ALTERNATIVES = ("two-sided", "greater", "less")
+
+
+def run_shift(
+    a: Sequence[float], b: Sequence[float], margin: float = 1.0, alternative: str = "two-sided"
+) -> RunShift:
+    """Welch's t-test (``scipy.stats.ttest_ind(equal_var=False)``) of log(b) - log(a) against
+    log(``margin``).
+
+    d = mean log b - mean log a - log margin; t = d / sqrt(s_a^2 / n_a + s_b^2 / n_b) with
+    Welch-Satterthwaite degrees of freedom. ``alternative="greater"``: p of H0 "b is at most
+    ``margin`` times a" (small p: b exceeds the margin); ``"less"``: H0 "b is at least
+    ``margin`` times a"; ``"two-sided"``: H0 "b is exactly ``margin`` times a". When no run
+    differs from the others of its side (zero spread), the test is undefined: p = 0 when d is
+    on the alternative's side, else 1."""
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative={alternative!r}: must be one of {', '.join(ALTERNATIVES)}")
+    if len(a) < MIN_RUNS or len(b) < MIN_RUNS:
+        raise ValueError(f"need at least {MIN_RUNS} runs per side, got {len(a)} and {len(b)}")
+    if any(not (x > 0 and math.isfinite(x)) for x in (*a, *b, margin)):
+        raise ValueError("run values and the margin must be positive and finite")
+    log_a, log_b = [math.log(x) for x in a], [math.log(x) for x in b]
+    shift = statistics.fmean(log_b) - statistics.fmean(log_a)
+    d = shift - math.log(margin)
+    if statistics.variance(log_a) == 0 and statistics.variance(log_b) == 0:
+        beyond = {"two-sided": d != 0, "greater": d > 0, "less": d < 0}[alternative]
+        p = 0.0 if beyond else 1.0
+    else:
+        from scipy import stats
+
+        shifted = [x - math.log(margin) for x in log_b]
+        p = float(stats.ttest_ind(shifted, log_a, equal_var=False, alternative=alternative).pvalue)
+    return RunShift(ratio=math.exp(shift), p=p, n_a=len(a), n_b=len(b))

@@ -1,0 +1,27 @@
+"""The regression gate behind ``vitbench compare``: rules (:mod:`~vitbench.gate.rules`), row
+matching (:mod:`~vitbench.gate.matching`), verdicts (:mod:`~vitbench.gate.verdicts`) and the
+result they produce (:mod:`~vitbench.gate.result`).
+
+Data only; :mod:`vitbench.reporting.gate` renders a :class:`CompareResult`, the CLI prints it.
+"""
+
+from __future__ import annotations
+
+from vitbench.gate.rules import ALIASES, DEFAULT_RULES, Rule, RuleError, direction, parse_rules
+from vitbench.gate.result import DEFAULT_ALPHA, CompareResult, EnvDifference, MetricComparison
+from vitbench.gate.verdicts import compare, load_results
+
+__all__ = [
+    "ALIASES",
+    "DEFAULT_ALPHA",
+    "DEFAULT_RULES",
+    "CompareResult",
+    "EnvDifference",
+    "MetricComparison",
+    "Rule",
+    "RuleError",
+    "compare",
+    "direction",
+    "load_results",
+    "parse_rules",
+]

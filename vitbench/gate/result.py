@@ -1,0 +1,187 @@
+"""What a comparison found, as data: one :class:`MetricComparison` per configuration and
+metric, environment differences, and the :class:`CompareResult` with its verdict (``passed``,
+``exit_code``). Rendering: :mod:`vitbench.reporting.gate`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from vitbench.gate.rules import Rule, is_rate, is_timing_metric
+
+#: Significance level for timing metrics.
+DEFAULT_ALPHA = 0.05
+
+#: Verdicts that fail the gate.
+FAILING = ("REGRESSION", "MISSING")
+
+#: How significance is assessed (shown in reports).
+TEST_NAME = "one-sided Welch's t-test on log per-run median step times, against the rule's threshold"
+
+
+def _percent(fraction: float) -> str:
+    if abs(fraction) >= 0.001:
+        return f"{fraction:+.1%}"
+    return f"{100 * fraction:+.2g}%"
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    """One metric of one configuration: values, change, significance and verdict.
+
+    ``verdict`` is one of ``REGRESSION``, ``MISSING`` (a ruled metric has a baseline value but
+    none in the current row), ``not significant`` (threshold exceeded, but not beyond the
+    between-run noise), ``ok`` (rules hold), ``changed``/``unchanged`` (no rule for the metric),
+    ``n/a`` (nothing to compare). ``n_baseline``/``n_current`` count raw per-step samples;
+    ``runs_baseline``/``runs_current`` count the runs the significance test used."""
+
+    configuration: str
+    key: tuple[tuple[str, str], ...]
+    metric: str
+    baseline: float | None
+    current: float | None
+    rel_change: float | None
+    rules: tuple[str, ...]
+    failed_rules: tuple[str, ...]
+    p_value: float | None
+    n_baseline: int
+    n_current: int
+    verdict: str
+    note: str = ""
+    runs_baseline: int = 0
+    runs_current: int = 0
+
+    @property
+    def regression(self) -> bool:
+        return self.verdict == "REGRESSION"
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict in FAILING
+
+    @property
+    def ratio_text(self) -> str:
+        """'1.25x slower' / '1.10x faster' for timing metrics; '' otherwise."""
+        if not is_timing_metric(self.metric) or not self.baseline or not self.current:
+            return ""
+        if self.baseline <= 0 or self.current <= 0:
+            return ""
+        slower = self.baseline / self.current if is_rate(self.metric) else self.current / self.baseline
+        if abs(slower - 1) < 0.005:
+            return "same speed"
+        return f"{slower:.2f}x slower" if slower > 1 else f"{1 / slower:.2f}x faster"
+
+    @property
+    def change_text(self) -> str:
+        """'-20.0% (1.25x slower)' for timing metrics, '+1,024 (+0.0012%)' for counts."""
+        if self.baseline is None or self.current is None:
+            return ""
+        if self.current == self.baseline:
+            return "0%"
+        if self.rel_change is None:
+            return f"{self.current - self.baseline:+,g} (from 0)"
+        percent = _percent(self.rel_change)
+        if is_timing_metric(self.metric):
+            ratio = self.ratio_text
+            return f"{percent} ({ratio})" if ratio else percent
+        delta = self.current - self.baseline
+        if float(delta).is_integer() and not self.metric.endswith("_s"):
+            return f"{int(delta):+,} ({percent})"
+        return percent
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "configuration": self.configuration,
+            "key": dict(self.key),
+            "metric": self.metric,
+            "baseline": self.baseline,
+            "current": self.current,
+            "rel_change": self.rel_change,
+            "change": self.change_text,
+            "rules": list(self.rules),
+            "failed_rules": list(self.failed_rules),
+            "p_value": self.p_value,
+            "runs_baseline": self.runs_baseline,
+            "runs_current": self.runs_current,
+            "n_samples_baseline": self.n_baseline,
+            "n_samples_current": self.n_current,
+            "verdict": self.verdict,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class EnvDifference:
+    column: str
+    baseline: tuple[str, ...]
+    current: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.column}: baseline {', '.join(self.baseline) or '-'}; current {', '.join(self.current) or '-'}"
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """Everything a comparison found. ``failures``: reasons the gate fails besides the rows'
+    verdicts (missing configurations, missing metric columns); ``not_applicable``: default
+    rules whose metric neither side has."""
+
+    rows: tuple[MetricComparison, ...]
+    rules: tuple[Rule, ...]
+    key_columns: tuple[str, ...]
+    env_differences: tuple[EnvDifference, ...] = ()
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    alpha: float = DEFAULT_ALPHA
+    failures: tuple[str, ...] = ()
+    not_applicable: tuple[str, ...] = ()
+
+    @property
+    def regressions(self) -> tuple[MetricComparison, ...]:
+        return tuple(r for r in self.rows if r.regression)
+
+    @property
+    def failed_rows(self) -> tuple[MetricComparison, ...]:
+        """Rows whose verdict fails the gate (REGRESSION, MISSING)."""
+        return tuple(r for r in self.rows if r.failed)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed_rows and not self.failures
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 a regression, a missing configuration or a missing metric."""
+        return 0 if self.passed else 1
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for row in self.rows:
+            out[row.verdict] = out.get(row.verdict, 0) + 1
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        from vitbench.results import SCHEMA_VERSION
+
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "counts": self.counts(),
+            "alpha": self.alpha,
+            "test": TEST_NAME,
+            "rules": [str(r) for r in self.rules],
+            "not_applicable": list(self.not_applicable),
+            "key_columns": list(self.key_columns),
+            "failures": list(self.failures),
+            "rows": [r.as_dict() for r in self.rows],
+            "regressions": [r.as_dict() for r in self.regressions],
+            "env_differences": [
+                {"column": d.column, "baseline": list(d.baseline), "current": list(d.current)}
+                for d in self.env_differences
+            ],
+            "added": list(self.added),
+            "removed": list(self.removed),
+            "warnings": list(self.warnings),
+        }

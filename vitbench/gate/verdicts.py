@@ -1,0 +1,305 @@
+"""Verdicts: compare a current results set against a baseline, metric by metric.
+
+Rows are matched on their configuration key (:mod:`vitbench.gate.matching`); each metric's
+change is checked against rules (:mod:`vitbench.gate.rules`). A timing regression counts only
+when the value breaks the rule's threshold *and* the runs show the shift beyond that threshold:
+one-sided Welch's t-test on the logarithms of the per-run median step times, H0 "the slowdown is
+at most the threshold", p < ``alpha`` (:func:`vitbench.measure.stats.run_shift`). Within-run
+samples never decide significance: they cannot see the noise between runs. With fewer than two
+runs a side the threshold alone decides, and the verdict says so.
+
+The gate fails (exit 1) on a regression, on baseline configurations missing from the current
+results, and on a rule whose metric only one side has (or a ruled value missing in a current
+row), unless ``allow_missing_rows`` / ``allow_missing_metrics``. A default rule whose metric
+neither side has is "not applicable" (listed, not failing); an explicit one is a usage error.
+Environment differences (device, torch, CUDA, CPU, threads) are reported, never failing.
+
+Data only: :mod:`vitbench.reporting.gate` renders a :class:`CompareResult`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from vitbench.errors import InputFileError, SpecError
+from vitbench.gate.matching import (
+    Group, group, is_missing, key_columns, key_text, labels, present_columns,
+)
+from vitbench.gate.result import DEFAULT_ALPHA, CompareResult, EnvDifference, MetricComparison
+from vitbench.gate.rules import (
+    DEFAULT_RULES, HEADLINE_METRICS, Rule, RuleError, is_rate, is_timing_metric,
+    looks_like_metric, parse_rules,
+)
+from vitbench.measure.stats import MIN_RUNS, run_shift
+
+#: Environment columns compared between the files (plus any other ``env_*`` column).
+ENV_COLUMNS = ("env_device_name", "env_torch", "env_cuda", "env_driver", "env_cpu", "env_threads")
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_results(source: Any, role: str = "results", metrics: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Records of any results source (:func:`vitbench.results.read_results`), checked to be
+    vitbench results: a ``model`` column and at least one metric column (a known metric such
+    as ``macs``, or one of ``metrics``, the columns rules name)."""
+    from vitbench.results import read_results
+
+    records, _ = read_results(source, role)
+    is_file = isinstance(source, (str, os.PathLike))
+    where = f"{role} file={str(source)!r}" if is_file else f"{role} records"
+    if not records:
+        raise InputFileError(f"{where}: no records")
+    columns = {c for r in records for c in r}
+    if "model" not in columns:
+        raise InputFileError(f"{where}: no 'model' column (not a vitbench results file)")
+    metrics = set(metrics)
+    if not any(looks_like_metric(c) or c in metrics for c in columns):
+        raise InputFileError(
+            f"{where}: no metric columns (expected e.g. throughput_img_s, latency_p50_s, "
+            "peak_memory_bytes, macs, params)"
+        )
+    return records
+
+
+# --------------------------------------------------------------------------- one metric
+
+
+def _step_time_margin(rule: Rule, metric: str, baseline: float) -> tuple[float, str] | None:
+    """The rule's boundary as a ratio of per-step times (current / baseline) and the side that
+    fails: a throughput drop of 5% is steps 1/0.95 = 1.053x longer ("greater"). None when no
+    step time can break the rule (a drop of more than 100%)."""
+    bound = rule.boundary(baseline)
+    if bound is None:
+        return 1.0, "two-sided"
+    if bound <= 0 or baseline <= 0:
+        return None
+    if is_rate(metric):  # a rate is images per step time: its ratio inverts
+        return baseline / bound, "greater" if rule.failing_direction() < 0 else "less"
+    return bound / baseline, "greater" if rule.failing_direction() > 0 else "less"
+
+
+def _significance(
+    metric: str, rules: Sequence[Rule], base: Group, cur: Group, baseline: float
+) -> tuple[float | None, int, int, str]:
+    """(p, runs_base, runs_cur, note) for a timing metric: p of the runs being no further than
+    the rule's threshold (the largest over ``rules``; two-sided no-change p without a rule).
+    p is None when either side has fewer than :data:`MIN_RUNS` runs."""
+    a, b = base.run_medians(), cur.run_medians()
+    if len(a) < MIN_RUNS or len(b) < MIN_RUNS:
+        runs = lambda n: f"{n} run{'s' * (n != 1)}"  # noqa: E731
+        return None, len(a), len(b), (
+            f"significance not assessed: {runs(len(a))} in baseline, {runs(len(b))} in current, "
+            f"needs {MIN_RUNS}+ a side"
+        )
+    margins = [m for m in (_step_time_margin(r, metric, baseline) for r in rules) if m is not None]
+    p_values = [run_shift(a, b, margin, side).p for margin, side in margins or [(1.0, "two-sided")]]
+    return min(p_values), len(a), len(b), ""
+
+
+def _compare_metric(
+    metric: str, rules: Sequence[Rule], base: Group, cur: Group, label: str,
+    key: tuple[tuple[str, str], ...], alpha: float, allow_missing: bool,
+) -> MetricComparison:
+    baseline, current = base.value(metric), cur.value(metric)
+    names = tuple(str(r) for r in rules)
+    common = dict(configuration=label, key=key, metric=metric, baseline=baseline, current=current, rules=names,
+                  n_baseline=base.n_samples(), n_current=cur.n_samples())
+    if baseline is None or current is None:
+        side = "baseline" if baseline is None else "current"
+        missing = bool(rules) and baseline is not None and not allow_missing
+        return MetricComparison(**common, rel_change=None, failed_rules=names if missing else (), p_value=None,
+                                verdict="MISSING" if missing else "n/a", note=f"no value in {side}")
+    rel = None if baseline == 0 else (current - baseline) / abs(baseline)
+    failing = [r for r in rules if r.violated(baseline, current)]
+    failed = tuple(str(r) for r in failing)
+    p = None
+    runs_a = runs_b = 0
+    note = ""
+    if is_timing_metric(metric):
+        # p of the runs' shift being within the threshold of the rules that the values break
+        p, runs_a, runs_b, note = _significance(metric, failing or rules, base, cur, baseline)
+        if not failed and p is not None:
+            note = ""
+    if not rules:
+        verdict, note = ("unchanged" if baseline == current else "changed"), ""
+    elif not failed:
+        verdict = "ok"
+    elif p is not None and p >= alpha:
+        verdict = "not significant"
+    else:
+        verdict = "REGRESSION"
+        if p is None and note:
+            note = "threshold only; " + note
+    return MetricComparison(**common, rel_change=rel, failed_rules=failed, p_value=p, verdict=verdict, note=note,
+                            runs_baseline=runs_a, runs_current=runs_b)
+
+
+def _env_differences(base_rows: Sequence[Mapping], cur_rows: Sequence[Mapping]) -> tuple[EnvDifference, ...]:
+    both = present_columns(base_rows) & present_columns(cur_rows)
+    columns = [c for c in ENV_COLUMNS if c in both]
+    columns += sorted(c for c in both if (c.startswith("env_") or c == "vitbench_version") and c not in columns)
+    out = []
+    for column in columns:
+        a = tuple(sorted({key_text(r.get(column)) for r in base_rows} - {""}))
+        b = tuple(sorted({key_text(r.get(column)) for r in cur_rows} - {""}))
+        if a != b:
+            out.append(EnvDifference(column, a, b))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- the comparison
+
+
+def _parse(rules: Any) -> tuple[list[Rule], bool]:
+    explicit = rules is not None
+    if isinstance(rules, (str, Rule)):
+        rules = [rules]
+    parsed: list[Rule] = []
+    for item in rules if explicit else DEFAULT_RULES:
+        parsed += [item] if isinstance(item, Rule) else parse_rules([item])
+    return parsed, explicit
+
+
+def _sort_rules(
+    parsed: Sequence[Rule], explicit: bool, base_named: set[str], cur_named: set[str]
+) -> tuple[list[Rule], list[str], list[str]]:
+    """(rules both sides can be checked on, missing-metric failures, not-applicable rules)."""
+    active, missing, not_applicable = [], [], []
+    for rule in parsed:
+        sides = [side for side, cols in (("baseline", base_named), ("current", cur_named)) if rule.metric not in cols]
+        if not sides:
+            active.append(rule)
+        elif len(sides) == 2:
+            if explicit:
+                raise RuleError(str(rule), f"metric {rule.metric!r} is missing from the baseline and current results")
+            not_applicable.append(str(rule))
+        else:
+            missing.append(f"{rule}: metric {rule.metric!r} is missing from the {sides[0]} results")
+    return active, missing, not_applicable
+
+
+def compare(
+    baseline: str | os.PathLike | Iterable[Mapping[str, Any]],
+    current: str | os.PathLike | Iterable[Mapping[str, Any]],
+    rules: Iterable[str | Rule] | None = None,
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    allow_missing_rows: bool = False,
+    allow_missing_metrics: bool = False,
+) -> CompareResult:
+    """Compare ``current`` results against ``baseline``: paths to CSV/JSON results files or
+    sweep store directories, lists of records, or DataFrames.
+
+    ``rules``: expressions such as ``"throughput:-5%"`` or :class:`Rule` objects; ``None``
+    means :data:`DEFAULT_RULES`. The result fails (``exit_code`` 1) on a regression, on baseline
+    configurations absent from ``current`` (unless ``allow_missing_rows``) and on a ruled
+    metric only one side has (unless ``allow_missing_metrics``). Raises :class:`InputFileError`
+    (missing file, wrong schema, no common configuration), :class:`RuleError` (bad rule, or an
+    explicit rule whose metric neither side has) or :class:`SpecError` (bad ``alpha``).
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise SpecError("alpha", alpha, "must be a number between 0 and 1")
+    parsed, explicit = _parse(rules)
+    named = {r.metric for r in parsed}
+    base_records = load_results(baseline, "baseline", named)
+    cur_records = load_results(current, "current", named)
+    # A column present but empty (every run of it failed) still counts as recorded.
+    active, missing, not_applicable = _sort_rules(
+        parsed, explicit, {c for r in base_records for c in r}, {c for r in cur_records for c in r}
+    )
+    failures: list[str] = []
+    warnings: list[str] = []
+    if allow_missing_metrics:
+        warnings += [f"{m} (allowed: --allow-missing-metrics)" for m in missing]
+    else:
+        failures += missing
+
+    keys = key_columns(base_records, cur_records)
+    base_groups, cur_groups = group(base_records, keys), group(cur_records, keys)
+    common = [k for k in cur_groups if k in base_groups]
+    if not common:
+        raise InputFileError(
+            f"no common configurations between baseline and current (matched on {', '.join(keys)})"
+        )
+    for role, groups in (("baseline", base_groups), ("current", cur_groups)):
+        pooled = sum(1 for g in groups.values() if len(g.rows) > 1)
+        if pooled:
+            warnings.append(
+                f"{role}: {pooled} configuration(s) appear more than once; repeated rows pooled "
+                "(median of values; each row's runs count as runs)"
+            )
+    removed = [k for k in base_groups if k not in cur_groups]
+    if removed:
+        text = f"{len(removed)} of {len(base_groups)} baseline configurations missing from current"
+        if allow_missing_rows:
+            warnings.append(text + " (allowed: --allow-missing-rows)")
+        else:
+            failures.append(text)
+
+    both = present_columns(base_records) & present_columns(cur_records)
+    metrics = [m for m in HEADLINE_METRICS if m in both]
+    metrics += [r.metric for r in active if r.metric not in metrics]
+    names = labels({k: cur_groups[k] for k in common}, keys)
+    rows: list[MetricComparison] = []
+    for k in common:
+        base, cur = base_groups[k], cur_groups[k]
+        key = tuple(zip(keys, k))
+        base_failed, cur_failed = base.failed(), cur.failed()
+        if cur_failed and not base_failed:
+            rows.append(MetricComparison(names[k], key, "status", None, None, None, ("status:ok",),
+                                         ("status:ok",), None, 0, 0, "REGRESSION",
+                                         f"ok in baseline, {cur_failed} in current"))
+            continue
+        if cur_failed or base_failed:
+            warnings.append(
+                f"{names[k]}: status {base_failed or 'ok'} in baseline, {cur_failed or 'ok'} in "
+                "current; metrics not compared"
+            )
+            continue
+        for metric in metrics:
+            rows.append(_compare_metric(metric, [r for r in active if r.metric == metric], base, cur,
+                                        names[k], key, alpha, allow_missing_metrics))
+
+    warnings += _recorded_warnings(common, base_groups, cur_groups, names)
+    unassessed = sorted({r.metric for r in rows if "significance not assessed" in r.note and r.rules})
+    if unassessed:
+        warnings.append(
+            f"significance not assessed for {', '.join(unassessed)} in some rows (fewer than "
+            f"{MIN_RUNS} runs a side; the samples of one run cannot show the noise between runs): "
+            "the threshold alone decided; measure with --runs 5"
+        )
+    all_base_labels, all_cur_labels = labels(base_groups, keys), labels(cur_groups, keys)
+    return CompareResult(
+        rows=tuple(rows),
+        rules=tuple(active),
+        key_columns=keys,
+        env_differences=_env_differences([r for k in common for r in base_groups[k].rows],
+                                         [r for k in common for r in cur_groups[k].rows]),
+        added=tuple(all_cur_labels[k] for k in cur_groups if k not in base_groups),
+        removed=tuple(all_base_labels[k] for k in removed),
+        warnings=tuple(warnings),
+        alpha=alpha,
+        failures=tuple(failures),
+        not_applicable=tuple(not_applicable),
+    )
+
+
+def _recorded_warnings(
+    common: Sequence[tuple[str, ...]], base_groups: Mapping, cur_groups: Mapping, names: Mapping
+) -> list[str]:
+    """Warnings recorded with the results (unstable timing, busy machine, ...) travel on."""
+    out: list[str] = []
+    for k in common:
+        for role, grouped in (("baseline", base_groups[k]), ("current", cur_groups[k])):
+            texts: list[str] = []
+            for row in grouped.rows:
+                value = row.get("warnings")
+                if isinstance(value, (list, tuple)):
+                    texts += [str(v) for v in value if not is_missing(v)]
+                elif not is_missing(value):
+                    texts.append(str(value))
+            out += [f"{role} {names[k]}: {text}" for text in dict.fromkeys(texts)]
+    return out

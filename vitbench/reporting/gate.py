@@ -1,0 +1,138 @@
+"""Rendering a gate comparison (:class:`vitbench.gate.CompareResult`): a terminal table, a
+markdown pull-request comment, JSON (every verdict, p-value and run count) or CSV (one row per
+configuration and metric, raw values). Tables go through the one renderer,
+:func:`vitbench.reporting.format.render`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from vitbench.gate.rules import is_rate
+from vitbench.gate.result import TEST_NAME, CompareResult
+from vitbench.reporting.format import humanize, render as render_records, si
+
+FORMATS = ("table", "markdown", "json", "csv")
+
+#: Markdown tables longer than this are folded into a <details> block (failures are listed
+#: above it in full).
+MARKDOWN_OPEN_ROWS = 30
+
+_COLUMNS = ("configuration", "metric", "baseline", "current", "change", "p", "rule", "verdict")
+
+
+def summary_line(result: CompareResult) -> str:
+    """``PASS: 0 regressions, 0 not significant, 4 ok (4 comparisons over 2 configurations;
+    rules: ...)``, with the gate's other failures counted."""
+    counts = result.counts()
+    configs = len({r.configuration for r in result.rows})
+    regressions = counts.get("REGRESSION", 0)
+    parts = [f"{regressions} regression{'s' * (regressions != 1)}"]
+    if counts.get("MISSING"):
+        parts.append(f"{counts['MISSING']} missing")
+    parts += [f"{counts.get('not significant', 0)} not significant", f"{counts.get('ok', 0)} ok"]
+    failures = f"; {len(result.failures)} other failure{'s' * (len(result.failures) != 1)}" if result.failures else ""
+    return (
+        f"{'PASS' if result.passed else 'FAIL'}: {', '.join(parts)} ({len(result.rows)} "
+        f"comparison{'s' * (len(result.rows) != 1)} over {configs} configuration{'s' * (configs != 1)}; "
+        f"rules: {', '.join(str(r) for r in result.rules) or 'none'}{failures})"
+    )
+
+
+def _cell(metric: str, value: float | None) -> str:
+    if value is None:
+        return ""
+    if is_rate(metric):  # throughput_img_s is a rate, not seconds
+        unit = " img/s" if metric == "throughput_img_s" else "/s"
+        return f"{value:,.1f}{unit}" if value < 1e6 else f"{si(value)}{unit}"
+    if isinstance(value, float) and value.is_integer() and not metric.endswith("_s"):
+        value = int(value)
+    if isinstance(value, int) and not metric.endswith("_bytes"):
+        return f"{value:,}"  # counts in full: a gate on exact counts must show the digits that moved
+    return str(humanize(metric, value))
+
+
+def _p_text(row) -> str:
+    if row.p_value is not None:
+        return f"{row.p_value:.2g}"
+    return ""
+
+
+def table_rows(result: CompareResult) -> list[dict[str, Any]]:
+    """Rows for display: humanised values, one per configuration and metric."""
+    return [
+        {
+            "configuration": r.configuration,
+            "metric": r.metric,
+            "baseline": _cell(r.metric, r.baseline),
+            "current": _cell(r.metric, r.current),
+            "change": r.change_text,
+            "p": _p_text(r),
+            "rule": ", ".join(r.rules),
+            "verdict": r.verdict + (f" ({r.note})" if r.note else ""),
+        }
+        for r in result.rows
+    ]
+
+
+def _notes(result: CompareResult) -> list[tuple[str, list[str]]]:
+    notes: list[tuple[str, list[str]]] = []
+    if result.failures:
+        notes.append(("Gate failures", list(result.failures)))
+    if result.failed_rows:
+        notes.append(("Regressions", [
+            f"{r.configuration} {r.metric}: {r.change_text or r.note} breaks {', '.join(r.failed_rules)}"
+            + (f" (p={r.p_value:.2g}, runs {r.runs_baseline} vs {r.runs_current})" if r.p_value is not None else "")
+            + (f" ({r.note})" if r.note and r.change_text else "")
+            for r in result.failed_rows
+        ]))
+    if result.env_differences:
+        notes.append(("Environment differences (reported, not failures)", [str(d) for d in result.env_differences]))
+    if result.removed:
+        notes.append(("Only in baseline (missing from current)", list(result.removed)))
+    if result.added:
+        notes.append(("Only in current (added)", list(result.added)))
+    if result.not_applicable:
+        notes.append(("Default rules not applicable (metric in neither file)", list(result.not_applicable)))
+    if result.warnings:
+        notes.append(("Warnings", list(result.warnings)))
+    return notes
+
+
+def _escape(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def render(result: CompareResult, fmt: str = "table") -> str:
+    """The comparison as ``table`` (terminal), ``markdown`` (pull-request comment), ``json`` or
+    ``csv`` (one row per configuration and metric, raw values)."""
+    if fmt == "json":
+        return json.dumps({**result.as_dict(), "summary": summary_line(result)}, indent=2, default=str) + "\n"
+    if fmt == "csv":
+        flat = [{**{k: v for k, v in r.as_dict().items() if k != "key"}, **dict(r.key)} for r in result.rows]
+        for row in flat:
+            row["rules"] = ";".join(row["rules"])
+            row["failed_rules"] = ";".join(row["failed_rules"])
+        return render_records(flat, "csv")
+    markdown = fmt == "markdown"
+    rows = table_rows(result)
+    body = render_records(rows, "markdown" if markdown else "table", list(_COLUMNS))
+    summary = summary_line(result)
+    notes = _notes(result)
+    if markdown:
+        out = [f"### vitbench compare: {'PASS' if result.passed else 'FAIL'}", "", f"**{summary}**", ""]
+        if len(rows) > MARKDOWN_OPEN_ROWS:  # keep a pull-request comment short: fold big tables
+            out += [f"<details><summary>All {len(rows)} comparisons</summary>", "", body, "", "</details>"]
+        else:
+            out.append(body)
+        for title, items in notes:
+            out += ["", f"**{title}**", ""] + [f"- {_escape(i)}" for i in items]
+        out += ["", f"<sub>Matched on {', '.join(result.key_columns)}. Timing regressions need the "
+                f"threshold exceeded and p < {result.alpha:g} ({TEST_NAME}; at least 2 runs a side, "
+                "else the threshold alone decides).</sub>"]
+    else:
+        out = [body, "", summary]
+        for title, items in notes:
+            out += ["", f"{title}:"] + [f"  {i}" for i in items]
+    return "\n".join(out) + "\n"
