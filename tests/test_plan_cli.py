@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
 
+import vitbench
 from vitbench.analytic.memory import memory_estimate, plan
+from vitbench.api import resolve_models as vitbench_resolve
 from vitbench.cli import main
 from vitbench.cli.plan import parse_memory
 from vitbench.presets import resolve
@@ -93,7 +97,7 @@ def test_nothing_fits_is_a_row_with_a_warning(capsys):
     assert code == 0
     row = json.loads(out)["records"][0]
     assert row["max_batch_size"] == 0 and row["fits"] is False
-    assert "does not fit" in row["warnings"]
+    assert len(row["warnings"]) == 1 and row["warnings"][0].startswith("does not fit: batch size 1 needs")
 
 
 def test_overrides_and_optimizers_change_the_plan(capsys):
@@ -132,3 +136,118 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, needles):
     assert len(lines) == 1 and lines[0].startswith("vitbench: error:")
     for needle in needles:
         assert needle in lines[0]
+
+
+# --- the library behind the command -----------------------------------------------------------------
+def test_plan_records_is_the_library_behind_the_command(capsys):
+    """`vitbench plan` prints what vitbench.plan_records returns; every row carries the identity
+    columns (model, img_size, batch_size, params, macs) that `vitbench compare` matches on."""
+    from vitbench.models import build_meta
+
+    models = ["chapter-vit-tiny", "chapter-resnet-small"]
+    code, out, _ = run(capsys, "plan", *models, "--memory", "1GiB", "--format", "json")
+    assert code == 0
+    printed = json.loads(out)["records"]
+    library = vitbench.plan_records(vitbench.resolve_models(models), memory_bytes=2**30)
+    assert json.loads(json.dumps(list(library))) == printed
+    for row in printed:
+        spec = resolve(row["model"])
+        assert row["img_size"] == 32 and row["batch_size"] == row["max_batch_size"] > 0
+        assert row["params"] == sum(p.numel() for p in build_meta(spec).parameters())
+        assert row["macs"] == vitbench.analyze(row["model"], batch_size=row["batch_size"])[0]["macs"]
+        assert row["spec_key"] and row["warnings"] == []
+
+
+def test_a_model_without_a_memory_formula_is_a_row_with_the_reason():
+    """Swin (and any model the replay does not cover) gets its identity and the reason in one
+    line, never a made-up number; memory_estimate refuses it naming the field."""
+    from torchvision.models import get_weight
+
+    from vitbench.analytic.memory import plan_records
+    from vitbench.errors import SpecError
+    from vitbench.specs import SwinSpec
+
+    spec = SwinSpec()  # Swin-T
+    [row] = plan_records([spec], memory_bytes=2**30, batch_size=8)
+    assert row["model"] == "swin" and row["batch_size"] == 8
+    assert row["params"] == get_weight("Swin_T_Weights.IMAGENET1K_V1").meta["num_params"]
+    assert row["pred_peak_memory_bytes"] is None and row["max_batch_size"] is None and row["fits"] is None
+    assert len(row["warnings"]) == 1 and row["warnings"][0].startswith("no memory formula for swin models")
+    with pytest.raises(SpecError) as info:
+        memory_estimate(spec, 1)
+    assert info.value.field == "model" and "vitbench profile" in str(info.value)
+
+
+def test_plan_records_do_not_import_torch():
+    code = (
+        "import sys, vitbench; from vitbench.specs import ResNetSpec, ViTSpec; "
+        "rows = vitbench.plan_records([ViTSpec(), ResNetSpec()], memory_bytes=2**30); "
+        "print(len(rows), 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["2", "False"]
+
+
+def test_predictions_for_a_run_settings():
+    """What profile asks before running: the predicted peak of a configuration and the largest
+    batch under a cap, from its RunSettings; None where no memory model exists or for 'auto'."""
+    from vitbench.analytic.memory import predicted_max_batch, predicted_peak_bytes
+    from vitbench.settings import RunSettings
+    from vitbench.specs import SwinSpec
+
+    spec = resolve("vit-ti/16")
+    settings = RunSettings(mode="train", batch_size=15, precision="bf16", optimizer="sgd", attention="math")
+    expected = memory_estimate(spec, 15, "train", "bf16", "sgd", "math").peak_bytes
+    assert predicted_peak_bytes(spec, settings) == expected
+    assert predicted_peak_bytes(spec, settings, batch_size=3) == memory_estimate(spec, 3, "train", "bf16", "sgd", "math").peak_bytes
+    assert predicted_max_batch(spec, expected, settings) == 15 == plan(spec, expected, "train", "bf16", "sgd", "math")
+    assert predicted_peak_bytes(spec, RunSettings(batch_size="auto")) is None
+    assert predicted_peak_bytes(SwinSpec(), settings) is None and predicted_max_batch(SwinSpec(), 2**30, settings) is None
+
+
+# --- models without a formula: traced on fake tensors ----------------------------------------------------
+@pytest.mark.slow
+def test_traced_peak_agrees_with_the_replay():
+    """The fake-tensor trace (any model) against the replay (measured to 0.2%) on mnist-vit:
+    within 2% (it sees the tensors operators return, not kernel workspaces)."""
+    from vitbench.counters.memory_trace import trace_target
+
+    [target] = vitbench_resolve(["mnist-vit"])
+    profile = trace_target(target, "train", "fp32", "adamw")
+    for batch in (1, 64, 1000):
+        replayed = memory_estimate(target.spec, batch).peak_bytes
+        assert abs(profile.peak(batch) - replayed) <= 0.02 * replayed, (batch, profile.peak(batch), replayed)
+
+
+def test_a_live_module_is_traced_and_its_row_says_so():
+    import torch
+    from torch import nn
+
+    from vitbench.analytic.memory import plan_records
+    from vitbench.counters.memory_trace import trace_target
+
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 8 * 8, 10))
+    targets = vitbench_resolve([module], input_size=(3, 8, 8))
+    [row] = plan_records(targets, memory_bytes=2**20, trace=trace_target)
+    best = row["max_batch_size"]
+    assert best > 1 and row["pred_peak_memory_bytes"] <= 2**20 and row["fits"] is True
+    [bigger] = plan_records(targets, batch_size=best + 1, trace=trace_target)
+    assert bigger["pred_peak_memory_bytes"] > 2**20
+    assert len(row["warnings"]) == 1 and row["warnings"][0].startswith("memory prediction traced on fake tensors")
+    assert row["pred_weights_bytes"] is None  # the trace gives the peak only
+    [untraced] = plan_records(targets, memory_bytes=2**20)
+    assert untraced["pred_peak_memory_bytes"] is None and untraced["warnings"][0].startswith("no memory formula")
+
+
+def test_a_reference_with_a_replayed_spec_says_whose_module_was_replayed():
+    """torchvision's ViT-B/16 derives the ViT-B/16 spec: its row is the replay (measured:
+    1,531,233,544 bytes at batch 4 against 1,531,249,544 predicted) with a note saying so."""
+    from torchvision.models import get_weight
+
+    [target] = vitbench_resolve(["torchvision:vit_b_16"])
+    [row] = vitbench.plan_records([target], batch_size=4)
+    assert row["model"] == "torchvision:vit_b_16" and row["source"] == "torchvision"
+    assert row["pred_peak_memory_bytes"] == memory_estimate(target.spec, 4).peak_bytes == memory_estimate(resolve("vit-b/16"), 4).peak_bytes
+    assert row["params"] == get_weight("ViT_B_16_Weights.IMAGENET1K_V1").meta["num_params"]
+    assert len(row["warnings"]) == 1 and "vitbench's equivalent vit module" in row["warnings"][0]
