@@ -10,9 +10,10 @@ import pytest
 from vitbench.analytic import complexity
 from vitbench.cli import main
 from vitbench.presets import resolve
-from vitbench.reporting.study import attention_linear_crossover, report
+from vitbench.analytic.scaling import attention_linear_crossover
 from vitbench.specs import spec_key
-from vitbench.store import Store
+from vitbench.sweeps import Store
+from vitbench.studies import report
 
 STUDY = """
     name: mini
@@ -155,7 +156,7 @@ def test_a_real_measured_sweep_renders(tmp_path):
         models: [mnist-vit]
         batch_sizes: [1, 4]
         stages: [analytic, measured]
-        measure: {device: cpu, mode: [infer], min_time: 0.05, warmup: 1}
+        measure: {device: cpu, mode: [infer], min_run_time_s: 0.05, warmup: 1, runs: 2}
     """))
     result = report(str(path), tmp_path / "out")
     text = result.report.read_text()

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import signal
 import sys
-from typing import Any
+
+from vitbench.cli.common import positive_int
+from vitbench.settings import DEVICES
 
 
 def register(subparsers) -> None:
@@ -15,10 +16,15 @@ def register(subparsers) -> None:
         "results. SOURCE is a results store (directory with results.csv), a results CSV, or a sweep file "
         "(YAML/TOML), which is run first into DIR. With no SOURCE, run the built-in default study (the source "
         "documents' questions, with measured CPU figures for small models) into reports/default/. "
+        "--threads/--device/--runs replace the measure settings of every measured study. Measured conclusions "
+        "are drawn from stable rows only; the others are withheld, with the reason. "
         "MACs are multiply-accumulates; FLOPs = 2 x MACs.",
     )
     parser.add_argument("source", nargs="?", metavar="RESULTS|SWEEP_FILE", help="results store/CSV or sweep file (default: the built-in study)")
     parser.add_argument("--out", metavar="DIR", help="report directory (default reports/default, or reports/NAME)")
+    parser.add_argument("--threads", type=positive_int, metavar="N", help="CPU threads for every measured study (replaces the sweep file's)")
+    parser.add_argument("--device", choices=DEVICES, help="device for every measured study (replaces the sweep file's)")
+    parser.add_argument("--runs", type=positive_int, metavar="N", help="fresh worker processes per measured configuration, pooled")
     parser.add_argument("--resume", action="store_true", help="for a sweep: keep rows already in DIR, run only the rest")
     parser.add_argument("--force", action="store_true", help="for results: replace a different results.csv already in DIR")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
@@ -26,40 +32,18 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from vitbench.cli.sweep import _describe, _show_bar
-    from vitbench.reporting.study import report
+    from vitbench.studies import report
+    from vitbench.sweeps.progress import Progress, sigterm_as_interrupt
 
-    show_bar = _show_bar(args.quiet)
-    state: dict[str, Any] = {"bar": None}
-
-    def on_start(todo: int, skipped: int) -> None:
-        if show_bar and todo:
-            from tqdm import tqdm
-
-            state["bar"] = tqdm(total=todo, unit="cfg", file=sys.stderr, dynamic_ncols=True, desc="study")
-        elif not args.quiet and todo:
-            print(f"vitbench: running {todo} configurations{f' ({skipped} already done)' if skipped else ''}", file=sys.stderr, flush=True)
-
-    def on_row(row: dict[str, Any]) -> None:
-        if state["bar"] is not None:
-            state["bar"].set_postfix_str(_describe(row)[:60], refresh=False)
-            state["bar"].update(1)
-
-    command = None
-    if args.source is None:
-        command = "vitbench report" + (f" --out {args.out}" if args.out else "")
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def on_term(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
+    progress = Progress(sys.stderr, quiet=args.quiet, desc="study")
     try:
-        result = report(args.source, args.out, resume=args.resume, force=args.force, command=command, on_start=on_start, on_row=on_row)
+        with sigterm_as_interrupt():
+            result = report(
+                args.source, args.out, threads=args.threads, device=args.device, runs=args.runs,
+                resume=args.resume, force=args.force, on_start=progress.on_start, on_row=progress.on_row,
+            )
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        if state["bar"] is not None:
-            state["bar"].close()
+        progress.close()
     if not args.quiet:
         print(f"wrote {result.report} ({result.rows} rows, {len(result.plots)} plots, {len(result.conclusions)} conclusions)")
     return 0

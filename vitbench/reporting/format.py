@@ -1,21 +1,49 @@
-"""Human-readable rendering of raw records. The only place numbers get units and rounding."""
+"""THE renderer of records: a terminal table, markdown, CSV or JSON. The only place numbers get
+units and rounding.
+
+Tables and markdown are for people: cells are humanised by column name (``*_bytes`` in KiB/MiB/GiB,
+``*_s`` in s/ms/us, rates and counts with SI prefixes), and a record's ``warnings`` (a list) are
+shown beside the number they qualify, e.g. ``(! unstable 12%)`` next to a throughput
+(:mod:`vitbench.reporting.marks`). CSV and JSON are for programs: raw values (seconds, bytes,
+integer counts), lists as JSON text in CSV cells.
+
+A column is a record key, or a ``(key, header)`` pair; the header is shown in tables and
+markdown, the key in CSV and JSON.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Union
+
+from vitbench.errors import SpecError
+from vitbench.reporting import marks
 
 FORMATS = ("table", "csv", "json", "markdown")
 
+Column = Union[str, tuple[str, str]]  # noqa: UP007 (a runtime alias)
+
 _BYTES_SUFFIX = ("_bytes",)
 _SECONDS_SUFFIX = ("_s",)
+#: integer columns shown as they are (sizes and counts people read digit by digit)
+PLAIN_COLUMNS = (
+    "img_size", "patch_size", "tokens", "batch_size", "depth", "threads", "max_batch_size",
+    "embed_dim", "num_heads", "heads", "mlp", "mlp_hidden_dim", "num_classes", "in_chans", "runs",
+    "n_samples", "index",
+)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
 
 
 def si(value: float, digits: int = 4) -> str:
-    """1234567 -> '1.23 M' (powers of 1000; counts such as MACs and parameters)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    """1234567 -> '1.235 M' (powers of 1000; counts such as MACs and parameters)."""
+    if _missing(value):
         return ""
     magnitude = abs(value)
     for factor, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")):
@@ -26,7 +54,7 @@ def si(value: float, digits: int = 4) -> str:
 
 def binary_bytes(value: float) -> str:
     """Bytes in powers of 1024: 1.50 GiB."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if _missing(value):
         return ""
     magnitude = abs(value)
     for factor, suffix in ((1024**4, "TiB"), (1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB")):
@@ -36,7 +64,7 @@ def binary_bytes(value: float) -> str:
 
 
 def seconds(value: float) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if _missing(value):
         return ""
     if value >= 1:
         return f"{value:.3g} s"
@@ -46,23 +74,25 @@ def seconds(value: float) -> str:
 
 
 def humanize(column: str, value: Any) -> Any:
-    """Render one cell for people, choosing the unit from the column's name."""
-    if value is None or isinstance(value, (bool, str)):
+    """Render one cell for people, choosing the unit from the column's name. Booleans are
+    ``true``/``false`` (as the CLI and sweep files spell them)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None or isinstance(value, str):
         return "" if value is None else value
     if isinstance(value, float) and math.isnan(value):
         return ""
+    if isinstance(value, (list, tuple)):
+        return f"[{len(value)} values]"
     if column.endswith(("_img_s", "_per_s")):  # rates, not durations
         return si(value) if abs(value) >= 1000 else f"{value:.4g}"
     if column.endswith(_BYTES_SUFFIX):
         return binary_bytes(value)
     if column.endswith(_SECONDS_SUFFIX):
         return seconds(value)
-    if column.endswith(("_share", "_ratio", "_fraction", "mfu", "_cv")):
+    if column.endswith(("_share", "_ratio", "_fraction", "mfu", "_cv", "_spread")):
         return f"{100 * value:.1f}%"
-    if column in (
-        "img_size", "patch_size", "tokens", "batch_size", "depth", "threads", "max_batch_size",
-        "embed_dim", "num_heads", "heads", "mlp", "mlp_hidden_dim", "num_classes", "in_chans",
-    ):
+    if column in PLAIN_COLUMNS:
         return value
     if isinstance(value, (int, float)) and abs(value) >= 1000:
         return si(value)
@@ -71,37 +101,83 @@ def humanize(column: str, value: Any) -> Any:
     return value
 
 
-def _columns(records: Sequence[dict[str, Any]], columns: Sequence[str] | None) -> list[str]:
+def columns_of(
+    records: Sequence[dict[str, Any]], columns: Sequence[Column] | None = None
+) -> list[tuple[str, str]]:
+    """(key, header) pairs: the given columns, or every key in first-seen order."""
     if columns:
-        return list(columns)
+        return [(c, c) if isinstance(c, str) else (c[0], c[1]) for c in columns]
     seen: dict[str, None] = {}
     for record in records:
         for key in record:
             seen.setdefault(key, None)
-    return list(seen)
+    return [(k, k) for k in seen]
+
+
+def _raw(value: Any) -> Any:
+    """A CSV cell: the value itself; None/NaN empty; booleans true/false; lists and dicts as
+    JSON text."""
+    if _missing(value):
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, default=str)
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def _cells(record: dict[str, Any], cols: Sequence[tuple[str, str]]) -> list[str]:
+    """One record's humanised cells, with warning markers beside the numbers they qualify."""
+    keys = [k for k, _ in cols]
+    markers, loose = marks.marks(record, keys)
+    cells = []
+    for key in keys:
+        if key == "warnings":
+            cells.append(" / ".join(marks.short(w) for w in loose))
+            continue
+        text = str(humanize(key, record.get(key)))
+        if key in markers:
+            text = f"{text} {markers[key]}".strip()
+        cells.append(text)
+    return cells
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def render(
-    records: Sequence[dict[str, Any]], fmt: str = "table", columns: Sequence[str] | None = None
+    records: Sequence[dict[str, Any]], fmt: str = "table", columns: Sequence[Column] | None = None
 ) -> str:
-    """Records as a table (humanised), CSV or JSON (raw values), or markdown (humanised)."""
-    cols = _columns(records, columns)
+    """Records as a terminal table or markdown (humanised, warnings beside their numbers), CSV or
+    JSON (raw values). ``columns``: keys or (key, header) pairs; default every key."""
+    if fmt not in FORMATS:
+        raise SpecError("format", fmt, f"must be one of {', '.join(FORMATS)}")
+    cols = columns_of(records, columns)
+    keys = [k for k, _ in cols]
     if fmt == "json":
         from vitbench.results import to_json
 
-        return to_json([{c: r.get(c) for c in cols} for r in records])
+        return to_json([{k: _jsonable(r.get(k)) for k in keys} for r in records])
     if fmt == "csv":
-        import pandas as pd
-
-        return pd.DataFrame([{c: r.get(c) for c in cols} for r in records], columns=cols).to_csv(
-            index=False
-        )
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(keys)
+        writer.writerows([_raw(r.get(k)) for k in keys] for r in records)
+        return buffer.getvalue()
     from tabulate import tabulate
 
-    rows = [[humanize(c, r.get(c)) for c in cols] for r in records]
-    tablefmt = "github" if fmt == "markdown" else "simple"
-    return tabulate(rows, headers=cols, tablefmt=tablefmt, disable_numparse=True)
-
-
-def dumps_json(data: Any) -> str:
-    return json.dumps(data, indent=2, default=str)
+    rows = [_cells(r, cols) for r in records]
+    headers = [h for _, h in cols]
+    if fmt == "markdown":
+        rows = [[_escape(c) for c in row] for row in rows]
+        headers = [_escape(h) for h in headers]
+    return tabulate(rows, headers=headers, tablefmt="github" if fmt == "markdown" else "simple", disable_numparse=True)

@@ -1,30 +1,11 @@
-"""Markdown building blocks for reports: tables (tabulate, humanised cells), images, sections."""
+"""Markdown building blocks for reports: images, short ratios and counts, an ordered document.
+Tables are rendered by :func:`vitbench.reporting.format.render` (the one table renderer)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from vitbench.reporting.format import humanize, si
-
-Column = tuple[str, str]  # (record key, header shown)
-
-
-def cell(key: str, value: Any) -> str:
-    """One humanised cell; text passes through, None/NaN is empty."""
-    if isinstance(value, str):
-        return value
-    shown = humanize(key, value)
-    return "" if shown is None else str(shown)
-
-
-def table(records: Sequence[dict[str, Any]], columns: Sequence[Column | str]) -> str:
-    """A GitHub-flavoured markdown table of ``records`` with the given columns and headers."""
-    from tabulate import tabulate
-
-    cols = [(c, c) if isinstance(c, str) else c for c in columns]
-    rows = [[cell(key, r.get(key)) for key, _ in cols] for r in records]
-    return tabulate(rows, headers=[h for _, h in cols], tablefmt="github", disable_numparse=True)
+from vitbench.reporting.format import si
 
 
 def image(path: str, alt: str, caption: str) -> str:

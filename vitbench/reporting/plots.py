@@ -6,6 +6,7 @@ exact counts, memory is bytes shown in MiB (2^20 bytes), throughput is images pe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,11 +18,39 @@ _MARKERS = "osD^v<>ph*X"
 
 @dataclass
 class Series:
+    """One line: ``y`` against ``x``; ``lo``/``hi`` (optional, same length) bound an error bar
+    around each point (e.g. the interquartile range of throughput)."""
+
     label: str
     x: list[float]
     y: list[float]
     style: str = "-o"
+    lo: list[float] | None = None
+    hi: list[float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def colors(n: int) -> list[Any]:
+    """``n`` distinct colours (no colour is reused within a plot): tab10 up to 10, tab20 (dark
+    shades first) up to 20, else evenly spaced samples of the turbo colour map."""
+    import matplotlib
+
+    if n <= 10:
+        return list(matplotlib.colormaps["tab10"].colors[:n])
+    if n <= 20:
+        tab20 = matplotlib.colormaps["tab20"].colors
+        return list(tab20[0::2] + tab20[1::2])[:n]
+    turbo = matplotlib.colormaps["turbo"]
+    return [turbo(0.05 + 0.9 * i / (n - 1)) for i in range(n)]
+
+
+def _decades(ax, values: Sequence[float]) -> None:
+    """A log y axis spanning whole decades around ``values``: small differences stay small
+    instead of being zoomed into a steep V."""
+    positive = [v for v in values if v and v > 0]
+    if positive:
+        lo, hi = math.floor(math.log10(min(positive))), math.ceil(math.log10(max(positive)))
+        ax.set_ylim(10.0**lo, 10.0 ** max(hi, lo + 1))
 
 
 def _pyplot():
@@ -48,12 +77,17 @@ def _giga(value: float) -> float:
 
 def patch_size(groups: Sequence[dict[str, Any]], path: Path) -> Path:
     """MACs (left) and parameters (right) against patch size, one line per model family."""
+    return _save(patch_size_figure(groups), path)
+
+
+def patch_size_figure(groups: Sequence[dict[str, Any]]):
+    """The figure of :func:`patch_size` (a matplotlib Figure, not saved)."""
     plt = _pyplot()
     fig, (ax_macs, ax_params) = plt.subplots(1, 2, figsize=(10, 4))
-    for i, g in enumerate(groups):
+    for g, color, i in zip(groups, colors(len(groups)), range(len(groups))):
         marker = _MARKERS[i % len(_MARKERS)]
-        ax_macs.plot(g["patch_size"], [_giga(v) for v in g["macs"]], f"-{marker}", label=g["label"])
-        ax_params.plot(g["patch_size"], [v / 1e6 for v in g["params"]], f"-{marker}", label=g["label"])
+        ax_macs.plot(g["patch_size"], [_giga(v) for v in g["macs"]], f"-{marker}", label=g["label"], color=color)
+        ax_params.plot(g["patch_size"], [v / 1e6 for v in g["params"]], f"-{marker}", label=g["label"], color=color)
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
     ticks = sorted({p for g in groups for p in g["patch_size"]})
@@ -65,12 +99,14 @@ def patch_size(groups: Sequence[dict[str, Any]], path: Path) -> Path:
         ax.set_xlabel("patch size P (pixels)")
         ax.set_yscale("log")
         ax.grid(True, which="both", alpha=0.3)
+    _decades(ax_macs, [_giga(v) for g in groups for v in g["macs"]])
+    _decades(ax_params, [v / 1e6 for g in groups for v in g["params"]])
     ax_macs.set_ylabel("GMACs per image (FLOPs = 2 x MACs)")
     ax_macs.set_title("MACs vs patch size")
-    ax_params.set_ylabel("parameters (millions, log scale)")
+    ax_params.set_ylabel("parameters (millions, log scale, whole decades)")
     ax_params.set_title("parameters vs patch size")
     ax_params.legend(fontsize=7)
-    return _save(fig, path)
+    return fig
 
 
 def resolution(curves: Sequence[Series], points: Sequence[Series], crossovers: Sequence[dict[str, Any]], path: Path, note: str = "") -> Path:
@@ -78,11 +114,11 @@ def resolution(curves: Sequence[Series], points: Sequence[Series], crossovers: S
     crossovers (where a ViT curve passes a CNN curve) marked with a vertical line."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
-    for i, s in enumerate(curves):
-        ax.plot(s.x, [_giga(v) for v in s.y], s.style, label=s.label, linewidth=1.6, color=f"C{i}")
+    for s, color in zip(curves, colors(len(curves))):
+        ax.plot(s.x, [_giga(v) for v in s.y], s.style, label=s.label, linewidth=1.6, color=color)
         match = next((p for p in points if p.label == s.label), None)
         if match is not None:
-            ax.plot(match.x, [_giga(v) for v in match.y], "o", color=f"C{i}", markersize=6)
+            ax.plot(match.x, [_giga(v) for v in match.y], "o", color=color, markersize=6)
     for c in crossovers:
         ax.axvline(c["resolution"], color="grey", linestyle=":", linewidth=1)
         ax.annotate(
@@ -106,13 +142,14 @@ def attention_share(curves: Sequence[Series], points: Sequence[Series], threshol
     """Share of MACs in the attention matmuls (Q K^T and A V) against token count n."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
-    for i, s in enumerate(curves):
-        ax.plot(s.x, [100 * v for v in s.y], "-", color=f"C{i}", label=s.label)
+    palette = colors(max(len(curves), len(thresholds)))  # threshold i belongs to curve i
+    for s, color in zip(curves, palette):
+        ax.plot(s.x, [100 * v for v in s.y], "-", color=color, label=s.label)
     for j, p in enumerate(points):
         ax.plot(p.x, [100 * v for v in p.y], _MARKERS[j % len(_MARKERS)], color="black", markersize=4, label=p.label, alpha=0.7)
-    for i, t in enumerate(thresholds):
+    for t, color in zip(thresholds, palette):
         ax.axvline(
-            t["tokens"], color=f"C{i}", linestyle=":", linewidth=1.2,
+            t["tokens"], color=color, linestyle=":", linewidth=1.2,
             label=f"{t['label']}: attention matmuls > linear layers from n = {t['tokens']:,}",
         )
     ax.set_xscale("log")
@@ -126,11 +163,22 @@ def attention_share(curves: Sequence[Series], points: Sequence[Series], threshol
 
 
 def by_batch(series: Sequence[Series], path: Path, ylabel: str, title: str, *, scale: float = 1.0, logy: bool = True) -> Path:
-    """A measured quantity against batch size, one line per (model, mode)."""
+    """A measured quantity against batch size, one line per (model, mode); error bars from each
+    series' ``lo``/``hi`` where given."""
+    return _save(by_batch_figure(series, ylabel, title, scale=scale, logy=logy), path)
+
+
+def by_batch_figure(series: Sequence[Series], ylabel: str, title: str, *, scale: float = 1.0, logy: bool = True):
+    """The figure of :func:`by_batch` (a matplotlib Figure, not saved)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
-    for i, s in enumerate(series):
-        ax.plot(s.x, [v / scale for v in s.y], s.style, label=s.label, color=f"C{i % 10}", marker=_MARKERS[i % len(_MARKERS)])
+    for i, (s, color) in enumerate(zip(series, colors(len(series)))):
+        y = [v / scale for v in s.y]
+        ax.plot(s.x, y, s.style, label=s.label, color=color, marker=_MARKERS[i % len(_MARKERS)])
+        if s.lo is not None and s.hi is not None:
+            below = [max(v - lo / scale, 0.0) for v, lo in zip(y, s.lo)]
+            above = [max(hi / scale - v, 0.0) for v, hi in zip(y, s.hi)]
+            ax.errorbar(s.x, y, yerr=[below, above], fmt="none", ecolor=color, elinewidth=1, capsize=3)
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
     ax.set_xscale("log", base=2)
@@ -144,7 +192,7 @@ def by_batch(series: Sequence[Series], path: Path, ylabel: str, title: str, *, s
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=6, ncol=2)
-    return _save(fig, path)
+    return fig
 
 
 def predicted_vs_measured(series: Sequence[Series], path: Path) -> Path:
@@ -152,8 +200,8 @@ def predicted_vs_measured(series: Sequence[Series], path: Path) -> Path:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 6))
     values: list[float] = []
-    for i, s in enumerate(series):
-        ax.plot([v / MIB for v in s.x], [v / MIB for v in s.y], _MARKERS[i % len(_MARKERS)], label=s.label, color=f"C{i % 10}")
+    for i, (s, color) in enumerate(zip(series, colors(len(series)))):
+        ax.plot([v / MIB for v in s.x], [v / MIB for v in s.y], _MARKERS[i % len(_MARKERS)], label=s.label, color=color)
         values += [v / MIB for v in s.x + s.y if v and v > 0]
     if values:
         lo, hi = min(values) / 1.5, max(values) * 1.5
@@ -174,13 +222,15 @@ def variants(points: Sequence[dict[str, Any]], path: Path) -> Path:
     """Parameters against MACs per image for a family of ViT variants, labelled."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
+    palette = colors(1 + max((p.get("group", 0) for p in points), default=0))  # one colour per size
     for p in points:
-        ax.plot(_giga(p["macs"]), p["params"] / 1e6, _MARKERS[p.get("group", 0) % len(_MARKERS)], color=f"C{p.get('group', 0)}")
+        ax.plot(_giga(p["macs"]), p["params"] / 1e6, _MARKERS[p.get("group", 0) % len(_MARKERS)], color=palette[p.get("group", 0)])
         ax.annotate(p["label"], (_giga(p["macs"]), p["params"] / 1e6), xytext=(4, 3), textcoords="offset points", fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _decades(ax, [p["params"] / 1e6 for p in points])
     ax.set_xlabel("GMACs per image (FLOPs = 2 x MACs)")
-    ax.set_ylabel("parameters (millions)")
+    ax.set_ylabel("parameters (millions, whole decades)")
     ax.set_title("ViT variants: parameters vs MACs")
     ax.grid(True, which="both", alpha=0.3)
     return _save(fig, path)

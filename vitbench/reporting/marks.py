@@ -1,0 +1,113 @@
+"""Warnings shown beside the number they qualify: a record's ``warnings`` (a list of strings, as
+data) become short markers such as ``(! unstable 12%)`` on the cell they are about, in the way
+torch.utils.benchmark.Compare flags a noisy measurement. Used by the table renderer only."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: timing columns, in the order a marker prefers them (the first one shown carries it)
+TIMING = (
+    "throughput_img_s", "latency_p50_s", "latency_mean_s", "latency_p90_s", "latency_min_s",
+    "achieved_macs_per_s", "flops_per_s", "mfu",
+)
+MEMORY = ("peak_memory_bytes", "pred_peak_memory_bytes", "mem_activations_bytes", "pred_activations_bytes")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Warnings matching ``pattern`` qualify the first shown column of ``columns``."""
+
+    pattern: re.Pattern[str]
+    columns: tuple[str, ...]
+    label: str
+
+
+RULES = (
+    Rule(re.compile(r"unstable", re.I), TIMING, "unstable"),
+    Rule(re.compile(r"\bload\b|oversubscri|busy machine", re.I), TIMING, "busy machine"),
+    Rule(re.compile(r"on the GPU", re.I), TIMING, "shared GPU"),
+    Rule(re.compile(r"governor", re.I), TIMING, "governor"),
+    Rule(re.compile(r"memory (prediction|breakdown)", re.I), MEMORY, "memory"),
+    Rule(re.compile(r"max_batch_size|batch-size auto", re.I), ("batch_size",), "auto batch"),
+    Rule(re.compile(r"arithmetic intensity", re.I), ("arith_intensity", "bound", "mfu"), "intensity"),
+)
+
+
+def warnings_of(record: dict[str, Any]) -> list[str]:
+    """The record's warnings as a list: a list is taken as is; a string (a CSV cell written
+    before warnings were lists) is one warning; None/NaN/empty is none."""
+    value = record.get("warnings")
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    return [str(w) for w in value if w]
+
+
+#: warnings that make a timing unfit to conclude from (a CPU governor only adds a marker)
+UNFIT = ("unstable", "busy machine", "shared GPU")
+
+
+def timing_warnings(record: dict[str, Any]) -> list[str]:
+    """The record's warnings that make its timing unfit to conclude from: unstable timing, a
+    busy machine, other processes on the GPU."""
+    rules = [r for r in RULES if r.label in UNFIT]
+    return [w for w in warnings_of(record) if any(r.pattern.search(w) for r in rules)]
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return None if math.isnan(value) else float(value)
+
+
+def spread(record: dict[str, Any]) -> float | None:
+    """Relative spread of the timing: the largest of the between-run CV (``run_cv``, when the row
+    pooled several runs), the coefficient of variation and IQR / median of the steps."""
+    candidates = [_number(record.get("run_cv")), _number(record.get("latency_cv"))]
+    iqr, median = _number(record.get("latency_iqr_s")), _number(record.get("latency_p50_s"))
+    if iqr is not None and median:
+        candidates.append(iqr / median)
+    known = [c for c in candidates if c is not None]
+    return max(known) if known else None
+
+
+def _marker(rule: Rule, record: dict[str, Any]) -> str:
+    if rule.label == "unstable":
+        value = spread(record)
+        return f"(! unstable {value:.0%})" if value is not None else "(! unstable)"
+    return f"(! {rule.label})"
+
+
+def short(warning: str, limit: int = 60) -> str:
+    """The head of a warning (before its advice, after ';'), at most ``limit`` characters."""
+    head = warning.split(";", 1)[0].strip()
+    return head if len(head) <= limit else head[: limit - 3].rstrip() + "..."
+
+
+def marks(record: dict[str, Any], shown: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    """({column: marker text} for the shown columns the warnings qualify, [warnings that qualify
+    no shown column]). A warning text may match several rules (a '; '-joined string)."""
+    out: dict[str, list[str]] = {}
+    loose = []
+    for warning in warnings_of(record):
+        placed = False
+        for rule in RULES:
+            column = next((c for c in rule.columns if c in shown), None)
+            if column is None or not rule.pattern.search(warning):
+                continue
+            placed = True
+            marker = _marker(rule, record)
+            if marker not in out.setdefault(column, []):
+                out[column].append(marker)
+        if not placed:
+            loose.append(warning)
+    return {column: " ".join(texts) for column, texts in out.items()}, loose
+
+
+__all__ = ["RULES", "TIMING", "marks", "short", "spread", "timing_warnings", "warnings_of"]

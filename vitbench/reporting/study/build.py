@@ -1,0 +1,161 @@
+"""The report's orchestrator: runs each section over the records, then assembles ``report.md``
+(title, reproduce line, conventions, environment, conclusions, numbered sections) and writes it
+with the tables (CSV, raw units) and plots (PNG) the sections made. Display only: it reads
+records and computes nothing the analytic model or the measurements did not already give."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vitbench.reporting import markdown as md
+from vitbench.reporting.format import Column, render
+from vitbench.reporting.study.rows import analytic_rows
+
+CONVENTIONS = (
+    "MACs are multiply-accumulates; FLOPs = 2 x MACs (matmul and convolution); fvcore calls a MAC "
+    "a \"flop\". Parameters are exact trainable counts. MACs are per image unless a column says "
+    "per batch. Memory in bytes, shown in KiB/MiB/GiB (powers of 1024). Times are medians of "
+    "timed steps; throughput in images per second. A marker such as (! unstable 12%) beside a "
+    "number repeats the row's warning (full text in results.csv); measured conclusions use stable "
+    "rows only."
+)
+
+
+@dataclass
+class ReportResult:
+    out: Path
+    report: Path
+    plots: list[Path] = field(default_factory=list)
+    tables: list[Path] = field(default_factory=list)
+    conclusions: list[str] = field(default_factory=list)
+    rows: int = 0
+    sweep: Any = None
+
+
+class Report:
+    """What a section reads (records, their analytic rows) and writes (markdown blocks,
+    conclusions, tables, plots)."""
+
+    def __init__(self, records: Sequence[dict[str, Any]], sidecar: dict[str, Any], out: Path, *, sources: bool, plots: bool = True):
+        self.records = list(records)
+        self.draw = plots
+        self.sidecar = sidecar
+        self.out = out
+        self.sources = sources
+        self.doc = md.Document()
+        self.conclusions: list[str] = []
+        self.plots: list[Path] = []
+        self.tables: list[Path] = []
+        self.analytic = analytic_rows(self.records)
+        self.by_key = {r["spec_key"]: r for r in self.analytic}
+
+    def plot(self, name: str, make: Callable[[Path], Path], alt: str, caption: str) -> None:
+        """Draw a PNG with ``make(path)`` and show it with its caption (unless plots are off)."""
+        if self.draw:
+            self.plots.append(make(self.out / name))
+            self.doc.add(md.image(name, alt, caption))
+
+    def table(self, name: str, rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> None:
+        """A markdown table in the report and the same rows as ``tables/NAME.csv`` (raw units)."""
+        from vitbench.results import atomic_write_text
+
+        self.doc.add(render(rows, "markdown", columns))
+        path = self.out / "tables" / f"{name}.csv"
+        atomic_write_text(path, render(rows, "csv", [c if isinstance(c, str) else c[0] for c in columns]))
+        self.tables.append(path)
+        self.doc.add(f"<sub>Table as CSV (raw units): [tables/{name}.csv](tables/{name}.csv)</sub>")
+
+    def conclude(self, text: str) -> str:
+        self.conclusions.append(text)
+        return text
+
+    def row_for(self, preset: str, **overrides: Any) -> dict[str, Any] | None:
+        """The analytic row of ``preset`` with ``overrides``, when the results have it."""
+        from vitbench.errors import VitbenchError
+        from vitbench.presets import resolve
+        from vitbench.specs import spec_key
+
+        try:
+            return self.by_key.get(spec_key(resolve(preset, **overrides)))
+        except VitbenchError:
+            return None
+
+
+def _sections() -> list[tuple[str, Callable[[Report], bool], bool]]:
+    """(title, section, default study only) in report order."""
+    from vitbench.reporting.study import agreement, attention, listing, measured, memory, patch, resolution, sources
+
+    return [
+        ("Patch size: MACs and parameters", patch.section, False),
+        ("Resolution: ViT against CNN", resolution.section, False),
+        ("Attention share of MACs vs token count", attention.section, False),
+        ("Source check: the CIFAR ViT patch-size study (seed 000)", sources.notebook_patch, True),
+        ("Ablation variants: what each change costs", sources.ablation, False),
+        ("Source check: ViT-B/16 vs ResNet-50 across resolutions (seed 002)", sources.chapter_resolution, True),
+        ("Source check: ViT-S/B/L/H x /8, /16, /32 (seed 003)", sources.variants, True),
+        ("Counter agreement: analytic vs fvcore vs dispatch", agreement.section, False),
+        ("Measured: throughput, latency and peak memory vs batch size", measured.section, False),
+        ("Predicted vs measured peak memory", memory.section, False),
+        ("Rows that did not complete", listing.failures, False),
+        ("All configurations", listing.configurations, False),
+    ]
+
+
+def build(report: Report, command: str) -> str:
+    """The markdown text of the report (sections run in order; empty ones are left out)."""
+    from vitbench.reporting.study.environment import environment_lines
+
+    meta = report.sidecar.get("sweep") or {}
+    rendered = []
+    for title, section, default_only in _sections():
+        if default_only and not report.sources:
+            continue
+        report.doc = md.Document()
+        if section(report):
+            rendered.append((title, report.doc))
+    body = md.Document()
+    body.heading(1, f"vitbench report: {meta.get('name') or report.out.name}")
+    if meta.get("description"):
+        body.add(meta["description"])
+    body.add(f"**Reproduce:** `{command}`")
+    body.add(f"**Conventions:** {CONVENTIONS}")
+    body.heading(2, "Environment")
+    body.bullets(environment_lines(report.records, report.sidecar))
+    body.heading(2, "Conclusions (computed from the results below)")
+    body.bullets(report.conclusions or ["(no section had enough rows to conclude anything)"])
+    for i, (title, doc) in enumerate(rendered, 1):
+        body.heading(2, f"{i}. {title}")
+        body.add(*doc.blocks)
+    return body.render()
+
+
+def is_default_study(sidecar: dict[str, Any]) -> bool:
+    """Whether the results come from the built-in default study (its sweep file)."""
+    meta = sidecar.get("sweep") or {}
+    return meta.get("name") == "default" and Path(str(meta.get("source") or "")).name == "default_study.yaml"
+
+
+def render_report(
+    records: Sequence[dict[str, Any]], out: str | os.PathLike, *, sidecar: dict[str, Any] | None = None,
+    command: str, sources: bool | None = None, plots: bool = True, sweep_result: Any = None,
+) -> ReportResult:
+    """Write report.md, tables/*.csv and the PNG plots for ``records`` into ``out``.
+
+    ``sources``: include the sections that set the source documents' figures beside ours (default:
+    only for the built-in default study's results). ``plots=False``: markdown and tables only."""
+    from vitbench.results import atomic_write_text
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sidecar = sidecar or {}
+    report = Report(records, sidecar, out, sources=is_default_study(sidecar) if sources is None else sources, plots=plots)
+    path = out / "report.md"
+    atomic_write_text(path, build(report, command))
+    return ReportResult(
+        out=out, report=path, plots=report.plots, tables=report.tables, conclusions=report.conclusions,
+        rows=len(report.records), sweep=sweep_result,
+    )

@@ -1,0 +1,151 @@
+"""Section: measured throughput, latency and peak memory against batch size, with error bars,
+and the measured conclusions: drawn from stable rows only, withheld (with the reason) otherwise."""
+
+from __future__ import annotations
+
+import statistics
+from typing import TYPE_CHECKING, Any
+
+from vitbench.reporting import markdown as md
+from vitbench.reporting.format import humanize, si
+from vitbench.reporting.study import pairs as P
+from vitbench.reporting.study.rows import achieved, instability, measured, num, per_image, throughput_band
+
+if TYPE_CHECKING:
+    from vitbench.reporting.study.build import Report
+
+
+def _series(rows: list[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
+    """Rows by (model and overrides, mode, precision, device), each sorted by batch size."""
+    out: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        out.setdefault((P.label(r), str(r.get("mode")), str(r.get("precision")), str(r.get("device"))), []).append(r)
+    ordered = sorted(out.items(), key=lambda kv: (kv[0][1], kv[0][0]))
+    return {k: sorted(g, key=lambda r: r["batch_size"]) for k, g in ordered}
+
+
+def _scaling_line(label: str, g: list[dict[str, Any]]) -> tuple[str, str | None]:
+    """'label: X img/s at batch a -> Y img/s at batch b (ratio)[; memory fit]', and why it
+    cannot be concluded (an unstable end point), or None."""
+    first, last = g[0], g[-1]
+    text = (
+        f"{label}: {first['throughput_img_s']:.4g} img/s at batch {first['batch_size']} -> "
+        f"{last['throughput_img_s']:.4g} img/s at batch {last['batch_size']} "
+        f"({md.ratio(last['throughput_img_s'], first['throughput_img_s'])})"
+    )
+    memory = [(r["batch_size"], num(r.get("peak_memory_bytes"))) for r in g if num(r.get("peak_memory_bytes"))]
+    if len(memory) >= 2:
+        fit = statistics.linear_regression([m[0] for m in memory], [m[1] for m in memory])
+        text += (
+            f"; peak memory ~ {humanize('x_bytes', fit.intercept)} + {humanize('x_bytes', fit.slope)} per image "
+            "(least squares)"
+        )
+    unstable = [str(r["batch_size"]) for r in (first, last) if instability(r)]
+    return text, f"batch {' and '.join(unstable)}" if unstable else None
+
+
+def _plots(report: Report, groups: dict[tuple, list[dict[str, Any]]]) -> None:
+    from vitbench.reporting import plots
+
+    throughput, memory = [], []
+    for (label, mode, precision, _device), g in groups.items():
+        name, style = f"{label} {mode} {precision}", "-" if mode == "infer" else "--"
+        bands = [throughput_band(r) or (r["throughput_img_s"],) * 2 for r in g]
+        throughput.append(plots.Series(
+            name, [r["batch_size"] for r in g], [r["throughput_img_s"] for r in g], style,
+            lo=[b[0] for b in bands], hi=[b[1] for b in bands],
+        ))
+        mem = [r for r in g if num(r.get("peak_memory_bytes"))]
+        if mem:
+            memory.append(plots.Series(name, [r["batch_size"] for r in mem], [r["peak_memory_bytes"] for r in mem], style))
+    report.plot(
+        "throughput_vs_batch.png",
+        lambda p: plots.by_batch(throughput, p, "throughput (images/s)", "Measured throughput vs batch size (solid: infer, dashed: train)"),
+        "Measured throughput vs batch size",
+        "Median throughput (images per second; train = forward + backward + optimizer step) against batch size, "
+        "log-log; error bars span the interquartile range (between runs when a row pooled several, else between "
+        "timed steps). Environment above.",
+    )
+    if memory:
+        report.plot(
+            "peak_memory_vs_batch.png",
+            lambda p: plots.by_batch(memory, p, "peak memory (MiB)", "Measured peak memory vs batch size", scale=2**20),
+            "Measured peak memory vs batch size",
+            "Peak memory of one step in MiB (2^20 bytes), as measured by vitbench.measure (separate memory pass), "
+            "against batch size.",
+        )
+
+
+def _table(report: Report, rows: list[dict[str, Any]]) -> None:
+    shown = [dict(r, macs_img=per_image(r), achieved_macs_per_s=achieved(r)) for r in rows]
+    shown.sort(key=lambda r: (str(r.get("mode")), str(r["model"]), str(r.get("overrides") or ""), r["batch_size"]))
+    columns = [("model", "model")]
+    if any(r.get("overrides") for r in rows):
+        columns.append(("overrides", "overrides"))
+    columns += [("img_size", "resolution (px)"), ("mode", "mode"), ("precision", "precision"), ("batch_size", "batch")]
+    if any(num(r.get("runs")) for r in rows):
+        columns.append(("runs", "runs"))
+    columns += [
+        ("macs_img", "MACs/image (fwd)"), ("throughput_img_s", "img/s"), ("latency_p50_s", "latency p50"),
+        ("latency_iqr_s", "IQR"), ("n_samples", "samples"), ("peak_memory_bytes", "peak memory"),
+        ("achieved_macs_per_s", "achieved MAC/s (fwd, infer)"), ("warnings", "other warnings"),
+    ]
+    report.table("measured", shown, columns)
+
+
+def _conclude_speed(report: Report, rows: list[dict[str, Any]], stable: list[dict[str, Any]]) -> None:
+    infer = [r for r in stable if achieved(r)]
+    if len(infer) >= 2:
+        best, worst = max(infer, key=achieved), min(infer, key=achieved)
+        report.conclude(
+            f"Measured (inference, stable rows): the {rows[0].get('device') or 'device'} sustains from {si(achieved(worst))}MAC/s "
+            f"({worst['model']}, batch {worst['batch_size']}) to {si(achieved(best))}MAC/s ({best['model']}, batch "
+            f"{best['batch_size']}): MACs alone do not predict speed across architectures and batch sizes."
+        )
+    elif any(achieved(r) for r in rows):
+        report.conclude("Measured (inference): sustained MAC/s range withheld: fewer than two stable inference rows.")
+
+
+def section(report: Report) -> bool:
+    rows = measured(report.records)
+    if not rows:
+        return False
+    stable = [r for r in rows if not instability(r)]
+    groups = _series(rows)
+    _plots(report, groups)
+    lines, scaling = [], []
+    for (label, mode, precision, _device), g in groups.items():
+        if len(g) >= 2:
+            text, why = _scaling_line(f"{label} {mode} {precision}", g)
+            lines.append(text + (f" (not concluded: the row at {why} is unstable, see its marker)" if why else ""))
+            scaling.append((text, why))
+    report.doc.bullets(lines)
+    _table(report, rows)
+    if len(stable) < len(rows):
+        use = (
+            f"the measured conclusions below use only the {len(stable)} stable rows and withhold the others, with the reason"
+            if stable else "no measured conclusion is drawn: each is withheld below, with the reason"
+        )
+        report.conclude(
+            f"Measured timings: {len(rows) - len(stable)} of {len(rows)} measured rows are unstable (timing spread above "
+            f"10%, a busy machine or a shared GPU; marked (! unstable N%) or (! busy machine) beside their numbers): {use}."
+        )
+    _conclude_speed(report, rows, stable)
+    if report.sources:
+        from vitbench.reporting.study.figures import measured_pairs
+
+        found, more = P.named_pairs(rows, measured_pairs()), 0
+        intro = "Measured pairs the source documents compare (same device, mode, precision, resolution and batch):"
+    else:
+        found, more = P.transformer_cnn_pairs(rows)
+        intro = "Measured transformer-vs-CNN pairs (same device, mode, precision, resolution and batch):"
+    if found:
+        report.doc.add(intro + " MACs ratio against measured throughput ratio.")
+        report.doc.bullets([p.text() for p in found] + ([f"... and {more} more pairs"] if more else []))
+        for p in found:
+            why = p.withheld()
+            report.conclude(f"Measured: {p.text()}." if not why else f"Measured, withheld: {P.label(p.a)} vs {P.label(p.b)} ({p.settings}): {why}.")
+    else:
+        for text, why in scaling[:3]:
+            report.conclude(f"Measured: {text}." if not why else f"Measured, withheld: {text.split(':')[0]}: the row at {why} is unstable.")
+    return True

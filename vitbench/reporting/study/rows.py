@@ -1,0 +1,125 @@
+"""Reading result records for the report: typed cells, the spec behind a row, one analytic row per
+configuration, and which measured rows are stable enough to conclude from. No formatting here."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from vitbench.reporting import marks
+
+
+def num(value: Any) -> float | None:
+    """A number from a cell (int, float or numeric text); None for empty, NaN, bool or text."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return None if isinstance(value, float) and math.isnan(value) else value
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def spec_dict(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The row's spec as a dict (from its ``spec_key`` JSON), or None."""
+    key = record.get("spec_key")
+    if not isinstance(key, str) or not key.startswith("{"):
+        return None
+    try:
+        return json.loads(key)
+    except ValueError:
+        return None
+
+
+def spec_of(record: dict[str, Any]):
+    """The row's spec object, or None when it cannot be rebuilt."""
+    from vitbench.errors import VitbenchError
+    from vitbench.specs import spec_from_dict
+
+    data = spec_dict(record)
+    if data is None:
+        return None
+    try:
+        return spec_from_dict(data)
+    except (VitbenchError, TypeError, ValueError):
+        return None
+
+
+def family(record: dict[str, Any]) -> str:
+    """Preset name without its patch suffix: 'vit-b/16' -> 'vit-b', 'cifar-vit/4' -> 'cifar-vit'."""
+    name = str(record.get("model") or "?")
+    return name.rsplit("/", 1)[0] if "/" in name else name
+
+
+def per_image(record: dict[str, Any], key: str = "macs") -> float | None:
+    """A per-batch count divided by the batch size."""
+    value, batch = num(record.get(key)), num(record.get("batch_size")) or 1
+    return None if value is None else value / batch
+
+
+def analytic_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One ok row per distinct spec (the smallest batch), with per-image MACs in ``macs_img``."""
+    best: dict[str, dict[str, Any]] = {}
+    for r in records:
+        if r.get("status") != "ok" or num(r.get("macs")) is None or not r.get("spec_key"):
+            continue
+        current = best.get(r["spec_key"])
+        if current is None or (num(r.get("batch_size")) or 1) < (num(current.get("batch_size")) or 1):
+            best[r["spec_key"]] = r
+    return [{**r, "macs_img": per_image(r)} for r in best.values()]
+
+
+def key_without(data: dict[str, Any], *names: str) -> str:
+    """A spec dict's identity with some fields left out (rows that differ only in those)."""
+    return json.dumps({k: v for k, v in data.items() if k not in names}, sort_keys=True)
+
+
+def measured(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ok rows with a measured throughput."""
+    return [r for r in records if r.get("status") == "ok" and num(r.get("throughput_img_s")) is not None]
+
+
+def instability(record: dict[str, Any]) -> str | None:
+    """Why a measured row is not stable enough to conclude from (a short reason), or None.
+
+    Unstable: a warning about unstable timing or a busy machine, or a spread (between runs, CV
+    or IQR / median of the steps) above measure.stats.UNSTABLE_SPREAD."""
+    from vitbench.measure.stats import UNSTABLE_SPREAD
+
+    warnings = marks.timing_warnings(record)
+    if warnings:
+        return marks.short(warnings[0], 80)
+    value = marks.spread(record)
+    if value is not None and value > UNSTABLE_SPREAD:
+        return f"timing spread {value:.0%} > {UNSTABLE_SPREAD:.0%}"
+    return None
+
+
+def throughput_band(record: dict[str, Any]) -> tuple[float, float] | None:
+    """(low, high) throughput of a measured row: batch / p75 and batch / p25 of its per-run
+    medians (``run_medians_s``, several runs) or else of its per-step samples (``samples_s``)."""
+    from vitbench.measure.stats import quantile
+
+    batch = num(record.get("batch_size")) or 1
+    for key in ("run_medians_s", "samples_s"):
+        values = record.get(key)
+        if isinstance(values, str):
+            try:
+                values = json.loads(values)
+            except ValueError:
+                values = None
+        values = [v for v in (values or []) if num(v)]
+        if len(values) >= 2:
+            return batch / quantile(values, 0.75), batch / quantile(values, 0.25)
+    return None
+
+
+def achieved(record: dict[str, Any]) -> float | None:
+    """Forward MACs per second in inference: MACs per image x images per second."""
+    if record.get("mode") != "infer":
+        return None
+    macs, rate = per_image(record), num(record.get("throughput_img_s"))
+    return macs * rate if macs and rate else None

@@ -1,0 +1,142 @@
+"""Run a study and write its report: the library face of `vitbench report`.
+
+``report()`` with no source runs the built-in default study (``vitbench/data/default_study.yaml``)
+through :mod:`vitbench.sweeps` into ``reports/default/`` and renders it; a sweep file is run the
+same way; a results store or CSV is rendered as it is. Rendering itself (display only) is
+:func:`vitbench.reporting.study.render_report`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from vitbench.errors import InputFileError, VitbenchError
+from vitbench.reporting.study import ReportResult, render_report
+
+DEFAULT_OUT = Path("reports") / "default"
+SWEEP_SUFFIXES = (".yaml", ".yml", ".toml")
+
+
+def _command(source: str | os.PathLike | None, out: Path, default_out: Path, changes: dict[str, Any]) -> str:
+    """The command line that reproduces the report."""
+    parts = ["vitbench report"]
+    if source is not None:
+        parts.append(str(source))
+    if source is not None or out != default_out:
+        parts.append(f"--out {out}")
+    parts += [f"--{name} {value}" for name, value in changes.items() if value is not None]
+    return " ".join(parts)
+
+
+def report(
+    source: str | os.PathLike | None = None,
+    out: str | os.PathLike | None = None,
+    *,
+    threads: int | None = None,
+    device: str | None = None,
+    runs: int | None = None,
+    resume: bool = False,
+    force: bool = False,
+    plots: bool = True,
+    command: str | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> ReportResult:
+    """Write ``report.md`` (+ results CSV/JSON, tables as CSV, PNG plots) into ``out``.
+
+    ``source``: a results store directory or results CSV (rendered as is), or a sweep file (run
+    into ``out`` first; rerun from scratch unless ``resume``). ``None``: the default study.
+    ``threads``/``device``/``runs`` replace the measure settings of every measured study.
+    ``plots=False`` writes the markdown and tables without drawing the PNGs.
+
+    >>> report("study.yaml", "reports/study", threads=1, runs=3)  # doctest: +SKIP
+    """
+    from vitbench.sweeps import apply_overrides, default_study_path, load_sweep_file, sweep
+
+    changes = {"threads": threads, "device": device, "runs": runs}
+    path = Path(source) if source is not None else default_study_path()
+    if source is None or path.suffix.lower() in SWEEP_SUFFIXES:
+        plan = apply_overrides(load_sweep_file(path), measure=changes, rename=lambda key: "--" + key.rsplit(".", 1)[-1])
+        default_out = DEFAULT_OUT if source is None else Path("reports") / plan.name
+        out_dir = Path(out) if out is not None else default_out
+        _check_rerun(out_dir, plan.name, resume=resume, force=force)
+        result = sweep(plan, out=out_dir, resume=resume, force=not resume, on_start=on_start, on_row=on_row)
+        records, info = _read(out_dir)
+        _write_json(records, out_dir)
+        command = command or _command(source, out_dir, default_out, changes)
+        return render_report(records, out_dir, sidecar=info, command=command, plots=plots, sweep_result=result)
+    if not (path.is_dir() or path.suffix.lower() in (".csv", ".json")):
+        raise InputFileError(
+            f"source={str(source)!r}: not a results store, results CSV/JSON or sweep file (.yaml/.toml)"
+        )
+    given = [f"--{k}" for k, v in changes.items() if v is not None]
+    if given:
+        raise VitbenchError(f"{given[0]}: applies when the report runs a study (a sweep file or the default study), not to existing results")
+    records, info = _read(path)
+    default_out = Path("reports") / (path.name if path.is_dir() else path.stem)
+    out_dir = Path(out) if out is not None else default_out
+    _copy_results(path, records, out_dir, force=force)
+    command = command or _command(source, out_dir, default_out, {})
+    return render_report(records, out_dir, sidecar=info, command=command, plots=plots)
+
+
+def _read(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Records and metadata of a store directory or results file (the one results reader)."""
+    from vitbench.results import read_results
+
+    return read_results(path)
+
+
+def _write_json(records: list[dict[str, Any]], out: Path) -> None:
+    """``results.json`` beside the report: every record with its raw samples (raw units)."""
+    from vitbench.reporting.format import render
+    from vitbench.results import atomic_write_text
+
+    atomic_write_text(out / "results.json", render(records, "json") + "\n")
+
+
+def _check_rerun(out: Path, name: str, *, resume: bool, force: bool) -> None:
+    """Rerunning a study replaces its own earlier rows; rows of another sweep need --force."""
+    from vitbench.sweeps.store import is_store
+
+    if resume or force or not is_store(out):
+        return
+    records, info = _read(out)
+    previous = (info.get("sweep") or {}).get("name")
+    if records and previous != name:
+        raise InputFileError(
+            f"out={str(out)!r}: holds results of another sweep ({previous or 'unknown'}); "
+            "choose another --out, or pass --force to replace them"
+        )
+
+
+def _copy_results(source: Path, records: list[dict[str, Any]], out: Path, *, force: bool) -> None:
+    """Put the results beside the report: a store is copied into ``out`` (vitbench.sweeps.merging;
+    results held there already need ``force``); a results file becomes ``out``/results.csv. Both
+    get results.json (every record, raw samples included)."""
+    from vitbench.results import atomic_write_text
+    from vitbench.sweeps.store import is_store
+
+    if source.resolve() in (out.resolve(), (out / "results.csv").resolve()):
+        return
+    if source.is_dir():
+        from vitbench.sweeps import merge
+
+        merge([source], out, force=force)
+    elif is_store(out) and not force:
+        raise InputFileError(f"out={str(out)!r}: already holds results; choose another --out or pass --force")
+    elif (out / "rows.jsonl").exists():
+        raise InputFileError(f"out={str(out)!r}: holds a results store; choose another --out for a report of {str(source)!r}")
+    elif source.suffix.lower() == ".csv":
+        atomic_write_text(out / "results.csv", source.read_text(encoding="utf-8"))
+    else:
+        from vitbench.reporting.format import render
+
+        atomic_write_text(out / "results.csv", render(records, "csv"))
+    _write_json(records, out)
+
+
+__all__ = ["ReportResult", "report", "render_report"]
