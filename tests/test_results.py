@@ -27,7 +27,7 @@ def test_csv_round_trip_keeps_integers_exact_with_gaps(tmp_path):
         {"model": "b", "macs": None, "latency_p50_s": 2.0, "ok": False, "samples_s": None, "note": "x, y"},
     ]
     write_csv(rows, tmp_path / "r.csv")
-    assert (tmp_path / "r.csv").read_text().splitlines()[1] == 'a,9007199254740993,0.5,True,"[0.1,0.2]",'
+    assert (tmp_path / "r.csv").read_text().splitlines()[1] == 'a,9007199254740993,0.5,true,"[0.1,0.2]",'
     records, metadata = read_results(tmp_path / "r.csv")
     assert records == rows and metadata == {}
     assert type(records[0]["macs"]) is int and type(records[1]["latency_p50_s"]) is float

@@ -91,7 +91,7 @@ def _csv_cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
-        return str(value)
+        return "true" if value else "false"
     if isinstance(value, (list, tuple, dict)):
         return json.dumps(value, sort_keys=isinstance(value, dict), default=str, separators=(",", ":"))
     if isinstance(value, float):
