@@ -2,51 +2,67 @@
 
 from __future__ import annotations
 
+import errno
 import json
-import os
 
 import pytest
 
 from vitbench.cli import main
 from vitbench.errors import VitbenchError
-from vitbench.store import Store, StoreError, load_results, merge, read_raw_csv
+from vitbench.sweeps.merging import merge
+from vitbench.sweeps.store import Store, StoreError, read_store
 
 
 def _row(i, **extra):
     return {"id": f"id{i}", "index": i, "model": "m", "status": "ok", "macs": 1000 + i, **extra}
 
 
-def test_each_add_is_on_disk_with_samples_in_the_sidecar(tmp_path):
+def _lines(path):
+    return (path / "rows.jsonl").read_bytes().splitlines()
+
+
+def test_each_add_is_on_disk_with_samples_in_the_record(tmp_path):
     with Store.open(tmp_path) as store:
         store.add(_row(0, samples_s=[0.5, 0.25], latency_p50_s=0.375))
-        assert [r["id"] for r in read_raw_csv(tmp_path / "results.csv")] == ["id0"]
+        assert [r["id"] for r in read_store(tmp_path)[0]] == ["id0"]  # readable before the next row
         store.add(_row(1, unsupported={"aten::foo": 2}))
-    raw = read_raw_csv(tmp_path / "results.csv")
-    assert [r["id"] for r in raw] == ["id0", "id1"]
-    assert "samples_s" not in raw[0]  # raw samples live in the JSON sidecar, not the CSV
-    assert json.loads(raw[1]["unsupported"]) == {"aten::foo": 2}
-    records, sidecar = load_results(tmp_path)
-    assert records[0]["samples_s"] == [0.5, 0.25]
+    records, info = read_store(tmp_path)
+    assert [r["id"] for r in records] == ["id0", "id1"]
+    assert "_crc32" not in records[0]  # the checksum is the store's, not a column
+    assert records[1]["unsupported"] == {"aten::foo": 2}
+    assert records[0]["samples_s"] == [0.5, 0.25]  # raw samples, exactly, in the record
     assert records[0]["latency_p50_s"] == 0.375
     assert records[1]["macs"] == 1001 and isinstance(records[1]["macs"], int)
-    assert sidecar["schema_version"] == 1
+    assert info["schema_version"] == 2 and info["problems"] == []
 
 
-def test_a_failed_write_leaves_the_previous_complete_file(tmp_path, monkeypatch):
-    store = Store.open(tmp_path)
+class _DiskFull(Store):
+    """A store whose disk fills up after ``room`` bytes (the failure injected at the write)."""
+
+    room = 1 << 40
+
+    def _append(self, fd, data):
+        import os
+
+        if self._size + len(data) > self.room:
+            os.write(fd, data[: max(0, self.room - self._size)])  # a partial line, then ENOSPC
+            raise OSError(errno.ENOSPC, "No space left on device")
+        super()._append(fd, data)
+
+
+def test_a_failed_write_is_one_line_and_leaves_the_previous_complete_rows(tmp_path):
+    store = _DiskFull.open(tmp_path)
     store.add(_row(0))
-    before = (tmp_path / "results.csv").read_text()
-
-    def crash(src, dst):
-        raise OSError("disk vanished")
-
-    monkeypatch.setattr(os, "replace", crash)
-    with pytest.raises(OSError):
+    before = (tmp_path / "rows.jsonl").read_bytes()
+    store.room = len(before) + 20
+    with pytest.raises(StoreError) as caught:
         store.add(_row(1))
-    monkeypatch.undo()
-    assert (tmp_path / "results.csv").read_text() == before
-    assert not list(tmp_path.glob(".results.*.tmp"))  # the temporary file was cleaned up
+    message = str(caught.value)
+    assert "No space left on device" in message and "1 rows are saved" in message and "--resume" in message
+    assert "\n" not in message
+    assert (tmp_path / "rows.jsonl").read_bytes() == before  # the partial line was taken back
     store.close()
+    assert not list(tmp_path.glob(".*.tmp"))
 
 
 def test_existing_rows_need_resume_or_force(tmp_path):
@@ -55,23 +71,22 @@ def test_existing_rows_need_resume_or_force(tmp_path):
     with pytest.raises(StoreError, match="--resume"):
         Store.open(tmp_path)
     with Store.open(tmp_path, resume=True) as store:
-        assert store.completed_ids() == {"id0"}
+        assert set(store.statuses) == {"id0"}
         store.add(_row(1))
-    assert [r["id"] for r in read_raw_csv(tmp_path / "results.csv")] == ["id0", "id1"]
+    assert [r["id"] for r in read_store(tmp_path)[0]] == ["id0", "id1"]
     with Store.open(tmp_path, force=True) as store:
-        assert store.rows == []
-        store.flush()
-    assert read_raw_csv(tmp_path / "results.csv") == []
+        assert store.statuses == {}
+    assert read_store(tmp_path)[0] == []
 
 
-def test_resume_keeps_old_cells_byte_for_byte(tmp_path):
+def test_resume_keeps_old_records_byte_for_byte(tmp_path):
     with Store.open(tmp_path) as store:
         store.add(_row(0, ratio=0.1 + 0.2, note=None))
-    first_line = (tmp_path / "results.csv").read_text().splitlines()[1]
+    first_line = _lines(tmp_path)[0]
     with Store.open(tmp_path, resume=True) as store:
         store.add(_row(1, ratio=0.5, note=None))
-    assert (tmp_path / "results.csv").read_text().splitlines()[1] == first_line
-    assert "0.30000000000000004" in first_line  # full float precision, never rounded
+    assert _lines(tmp_path)[0] == first_line
+    assert b"0.30000000000000004" in first_line  # full float precision, never rounded
 
 
 def test_two_writers_cannot_share_a_store(tmp_path):
@@ -86,30 +101,32 @@ def test_two_writers_cannot_share_a_store(tmp_path):
 def test_newer_schema_is_refused(tmp_path):
     with Store.open(tmp_path) as store:
         store.add(_row(0))
-    data = json.loads((tmp_path / "results.json").read_text())
+    data = json.loads((tmp_path / "sweep.json").read_text())
     data["schema_version"] = 99
-    (tmp_path / "results.json").write_text(json.dumps(data))
+    (tmp_path / "sweep.json").write_text(json.dumps(data))
     with pytest.raises(StoreError, match="schema_version 99"):
-        load_results(tmp_path)
+        read_store(tmp_path)
 
 
-def _shard(path, rows, index, count):
-    with Store.open(path) as store:
-        store.meta = {"name": "s", "grid_size": 4, "shard_index": index, "shard_count": count}
+def _shard(path, rows, index, count, fingerprint="f" * 16):
+    meta = {"fingerprint": fingerprint, "name": "s", "grid_size": 4, "shard_index": index, "shard_count": count}
+    with Store.open(path, sweep=meta) as store:
         for row in rows:
             store.add(row)
 
 
 def test_merge_is_a_sorted_deduplicated_union_and_warns_on_conflicts(tmp_path):
     _shard(tmp_path / "a", [_row(2), _row(0, samples_s=[1.0])], 1, 2)
-    _shard(tmp_path / "b", [_row(1), _row(2, status="error", macs=None)], 2, 2)
+    _shard(tmp_path / "b", [_row(1), _row(2, status="error", macs=None), _row(3)], 2, 2)
     result = merge([tmp_path / "b", tmp_path / "a"], tmp_path / "m")
-    records, sidecar = load_results(tmp_path / "m")
-    assert [r["id"] for r in records] == ["id0", "id1", "id2"]
+    records, info = read_store(tmp_path / "m")
+    assert [r["id"] for r in records] == ["id0", "id1", "id2", "id3"]
     assert records[2]["status"] == "ok"  # the ok row wins over the failed duplicate
     assert records[0]["samples_s"] == [1.0]
     assert len(result.warnings) == 1 and "id2" in result.warnings[0]
-    assert sidecar["sweep"]["merged_from"] == [str(tmp_path / "b"), str(tmp_path / "a")]
+    assert info["sweep"]["merged_from"] == [str(tmp_path / "b"), str(tmp_path / "a")]
+    assert info["fingerprint"] == "f" * 16 and result.missing == 0
+    assert (tmp_path / "m" / "results.csv").exists()
 
 
 def test_merge_reports_missing_shards_and_bad_sources(tmp_path, capsys):
@@ -125,3 +142,32 @@ def test_merge_reports_missing_shards_and_bad_sources(tmp_path, capsys):
     # merging again into a store that has rows needs --force
     assert main(["merge", str(tmp_path / "a"), "--out", str(tmp_path / "m")]) == 2
     assert main(["merge", str(tmp_path / "a"), "--out", str(tmp_path / "m"), "--force", "-q"]) == 0
+
+
+def test_merge_checks_coverage_even_when_shard_sizes_differ(tmp_path, capsys):
+    # Issue 13: the missing-shard check was skipped when the shards' grid sizes differed. Two
+    # shards of one 4-point grid split 1/2 and 2/4: indices 0, 2 (shard 1/2) and 1 (shard 2/4).
+    _shard(tmp_path / "a", [_row(0), _row(2)], 1, 2)
+    _shard(tmp_path / "b", [_row(1)], 2, 4)
+    result = merge([tmp_path / "a", tmp_path / "b"], tmp_path / "m")
+    assert result.missing == 1 and "1 of 4 configurations" in result.warnings[-1]
+
+
+def test_merge_refuses_shards_of_another_sweep_in_one_line(tmp_path, capsys):
+    _shard(tmp_path / "a", [_row(0)], 1, 2, fingerprint="a" * 16)
+    _shard(tmp_path / "b", [_row(1)], 2, 2, fingerprint="b" * 16)
+    assert main(["merge", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "another sweep definition" in err[0] and "--allow-foreign" in err[0]
+    assert not (tmp_path / "m").exists()
+    assert main(["merge", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "m"), "--allow-foreign", "-q"]) == 0
+    assert [r["id"] for r in read_store(tmp_path / "m")[0]] == ["id0", "id1"]
+
+
+def test_resuming_a_shard_store_with_another_shard_is_refused(tmp_path):
+    meta = {"fingerprint": "f" * 16, "shard_index": 1, "shard_count": 3}
+    with Store.open(tmp_path, sweep=meta) as store:
+        store.add(_row(0))
+    with pytest.raises(StoreError, match="holds shard 1/3 of this sweep, not shard 2/3"):
+        Store.open(tmp_path, sweep={**meta, "shard_index": 2}, resume=True)
+    Store.open(tmp_path, sweep=meta, resume=True).close()

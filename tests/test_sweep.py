@@ -8,8 +8,7 @@ from vitbench.analytic import complexity
 from vitbench.cli import main
 from vitbench.errors import VitbenchError
 from vitbench.presets import resolve
-from vitbench.store import load_results
-from vitbench.sweeps import expand, parse_shard, plan_from_grid, select_shard, sweep
+from vitbench.sweeps import expand, parse_shard, plan_from_grid, read_store, select_shard, sweep
 
 
 def _plan(models, grid=None, **kw):
@@ -84,8 +83,8 @@ def test_shard_runs_into_its_own_store_and_shards_merge_back(tmp_path):
         assert main(common + ["--shard", f"{i}/3", "--out", str(tmp_path / f"s{i}")]) == 0
     assert main(["merge", str(tmp_path / "s3"), str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "all")]) == 0
     assert main(common + ["--out", str(tmp_path / "whole")]) == 0
-    merged, _ = load_results(tmp_path / "all")
-    whole, _ = load_results(tmp_path / "whole")
+    merged, _ = read_store(tmp_path / "all")
+    whole, _ = read_store(tmp_path / "whole")
     assert [r["id"] for r in merged] == [r["id"] for r in whole]
     assert [r["macs"] for r in merged] == [r["macs"] for r in whole]
     assert len(merged) == 6
@@ -116,8 +115,16 @@ def test_existing_store_is_never_overwritten_without_resume_or_force(tmp_path, c
     assert main(["sweep", "--model", "vit-ti/16", "--out", out, "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--resume" in err[0] and "--force" in err[0]
+    # Issue 13: a different definition (another model list) is refused on resume in one line ...
+    assert main(["sweep", "--model", "vit-ti/16,vit-s/16", "--out", out, "--quiet", "--resume"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "another sweep definition" in err[0] and "--allow-foreign" in err[0]
+    assert [r["model"] for r in read_store(out)[0]] == ["vit-ti/16"]
+    # ... and added to only when asked
+    assert main(["sweep", "--model", "vit-ti/16,vit-s/16", "--out", out, "--quiet", "--resume", "--allow-foreign"]) == 0
+    assert [r["model"] for r in read_store(out)[0]] == ["vit-ti/16", "vit-s/16"]
+    # the same definition resumes without a flag
     assert main(["sweep", "--model", "vit-ti/16,vit-s/16", "--out", out, "--quiet", "--resume"]) == 0
-    assert [r["model"] for r in load_results(out)[0]] == ["vit-ti/16", "vit-s/16"]
 
 
 def test_counters_stage_adds_traced_columns(tmp_path):
@@ -151,7 +158,7 @@ def test_bad_grids_fail_with_one_line_and_exit_2(argv, flag, capsys, tmp_path):
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2
     assert len(err) == 1 and err[0].startswith("vitbench: error:") and flag in err[0]
-    assert not (tmp_path / "s" / "results.csv").exists()
+    assert not (tmp_path / "s" / "results.csv").exists() and not (tmp_path / "s" / "rows.jsonl").exists()
 
 
 def test_dry_run_lists_the_shard_without_running(tmp_path, capsys):
@@ -160,3 +167,15 @@ def test_dry_run_lists_the_shard_without_running(tmp_path, capsys):
     assert "img_size=224,patch_size=32" in out and "img_size=384,patch_size=32" in out
     assert "patch_size=16" not in out
     assert out.strip().endswith("2 configurations")
+
+
+@pytest.mark.slow
+def test_model_references_resolve_through_the_one_resolution(tmp_path):
+    torchvision = pytest.importorskip("torchvision")
+    result = sweep(models=["torchvision:resnet18"], grid={"img_size": [160, 224]}, out=tmp_path / "s")
+    rows = {r["img_size"]: r for r in result.records}
+    # torchvision's own figure for its ResNet-18 (the weights' metadata; nothing is downloaded)
+    expected = torchvision.models.ResNet18_Weights.IMAGENET1K_V1.meta["num_params"]
+    assert rows[224]["params"] == rows[160]["params"] == expected == 11_689_512
+    # MACs scale with the pixels (stride-32 feature maps: 7x7 at 224 px, 5x5 at 160 px), the head aside
+    assert rows[224]["status"] == "ok" and rows[160]["macs"] < rows[224]["macs"]

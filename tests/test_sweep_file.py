@@ -7,9 +7,8 @@ import textwrap
 import pytest
 
 from vitbench.cli import main
-from vitbench.store import load_results
-from vitbench.sweeps import expand
-from vitbench.sweepfile import MeasureSettings, default_study_path, load_sweep_file
+from vitbench.settings import RunSettings
+from vitbench.sweeps import default_study_path, expand, load_sweep_file, read_store
 
 
 def _write(tmp_path, text, name="s.yaml"):
@@ -25,14 +24,16 @@ def test_yaml_schema_example_loads(tmp_path):
         grid: {patch_size: [4, 8, 16], img_size: [32, 64]}
         batch_sizes: [1]
         stages: [analytic, counters]
-        measure: {device: cpu, mode: [infer], precision: [fp32], min_time: 0.5}
+        measure: {device: cpu, mode: [infer], precision: [fp32], min_run_time_s: 0.5}
     """)
     plan = load_sweep_file(path)
     assert plan.name == "patch-study"
     (study,) = plan.studies
     assert study.grid == (("patch_size", (4, 8, 16)), ("img_size", (32, 64)))
     assert study.stages == ("analytic", "counters")
-    assert study.measure == MeasureSettings(device="cpu", modes=("infer",), precisions=("fp32",), min_time=0.5)
+    # the measured stage's settings are RunSettings, under the same names as in the file
+    assert study.measure == RunSettings(device="cpu", mode="infer", precision="fp32", min_run_time_s=0.5)
+    assert study.modes == ("infer",) and study.precisions == ("fp32",)
     assert len(expand(plan)) == 6
 
 
@@ -42,7 +43,7 @@ def test_toml_file_with_studies_inherits_top_level_keys(tmp_path):
         batch_sizes = [1, 4]
         [measure]
         device = "cpu"
-        min_time = 0.1
+        min_run_time_s = 0.1
         [[studies]]
         name = "res"
         models = ["vit-b/16", "resnet50"]
@@ -59,7 +60,7 @@ def test_toml_file_with_studies_inherits_top_level_keys(tmp_path):
     assert res.batch_sizes == (1, 4) and layers.batch_sizes == (2,)
     assert res.grid == (("img_size", (224, "384x256")),)
     assert layers.grid == (("layers", ((2, 2, 2, 2), (1, 1, 1, 1))),)
-    assert layers.measure.modes == ("infer", "train") and layers.measure.min_time == 0.1
+    assert layers.modes == ("infer", "train") and layers.measure.min_run_time_s == 0.1
     configs = expand(plan)
     assert [c.spec.img_size for c in configs if c.study == "res"] == [(224, 224)] * 2 + [(384, 256)] * 2 + [(224, 224)] * 2 + [(384, 256)] * 2
     assert [c.spec.layers for c in configs if c.study == "layers"] == [(2, 2, 2, 2), (1, 1, 1, 1)]
@@ -72,7 +73,7 @@ def test_sweep_file_runs_from_the_cli(tmp_path):
     """)
     out = tmp_path / "out"
     assert main(["sweep", str(path), "--out", str(out), "--quiet"]) == 0
-    records, sidecar = load_results(out)
+    records, sidecar = read_store(out)
     assert [(r["model"], r["img_size"]) for r in records] == [
         ("vit-ti/16", 160), ("vit-ti/16", 224), ("resnet18", 160), ("resnet18", 224)
     ]
@@ -92,7 +93,9 @@ def test_sweep_file_runs_from_the_cli(tmp_path):
         ("models: [resnet50]\ngrid: {patch_size: [8]}\n", "grid.patch_size=8: does not apply"),
         ("models: [vit-b/16]\nstages: [analytic, timing]\n", "stages='timing': must be one of analytic, counters, measured"),
         ("models: [vit-b/16]\nbatch_sizes: [1, two]\n", "batch_sizes='two': must be a positive integer"),
-        ("models: [vit-b/16]\nmeasure: {min_time: fast}\n", "measure.min_time='fast': must be a number"),
+        ("models: [vit-b/16]\nmeasure: {min_run_time_s: fast}\n", "measure.min_run_time_s='fast': must be a number"),
+        ("models: [vit-b/16]\nmeasure: {min_time: 0.5}\n", "measure.min_time=0.5: renamed to measure.min_run_time_s"),
+        ("models: [vit-b/16]\nmeasure: {runs: 0}\n", "measure.runs=0: must be an integer >= 1"),
         ("models: [vit-b/16]\nmeasure: {device: tpu}\n", "measure.device='tpu': must be one of auto, cpu, cuda"),
         ("models: [vit-b/16]\nmeasure: {repeats: 3}\n", "measure.repeats=3: unknown key"),
         ("grid: {img_size: [224]}\n", "models=None: is required"),
@@ -141,3 +144,61 @@ def test_the_built_in_default_study_validates():
     configs = expand(plan)
     assert {s.name for s in plan.studies} >= {"patch-size", "ablation", "resolution", "variants"}
     assert all(c.invalid is None for c in configs)
+
+
+def test_top_level_grid_is_inherited_by_studies_field_by_field(tmp_path):
+    # Issue 10: a study with its own grid used to drop the top-level grid (study "a" ran 2
+    # configurations, patch 16 and 32 at the preset's 224 px, instead of 2 sizes x 2 patches).
+    path = _write(tmp_path, """
+        models: [vit-ti/16]
+        grid: {img_size: [160, 224], patch_size: [16]}
+        studies:
+          - name: a
+            grid: {patch_size: [16, 32]}
+          - name: b
+            models: [resnet18]
+    """)
+    configs = expand(load_sweep_file(path))
+    a = [(c.spec.img_size[0], c.spec.patch_size) for c in configs if c.study == "a"]
+    assert a == [(160, 16), (160, 32), (224, 16), (224, 32)]  # the study's patch_size wins
+    # the ResNet study inherits img_size and skips patch_size (a ResNet has none)
+    assert [c.spec.img_size[0] for c in configs if c.study == "b"] == [160, 224]
+
+
+def test_a_top_level_grid_field_no_study_can_use_is_an_error(tmp_path, capsys):
+    path = _write(tmp_path, """
+        grid: {patch_size: [8]}
+        studies:
+          - {name: cnn, models: [resnet18]}
+    """)
+    assert main(["sweep", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "grid.patch_size=[8]: does not apply to the models of any study" in err[0]
+
+
+def test_command_line_settings_apply_to_every_study_of_a_file(tmp_path, capsys):
+    from vitbench.sweeps import apply_overrides
+
+    path = _write(tmp_path, """
+        measure: {device: cpu, runs: 3}
+        studies:
+          - {name: a, models: [mnist-vit], stages: [analytic, measured]}
+          - {name: b, models: [mnist-vit], stages: [analytic], measure: {threads: 2}}
+    """)
+    plan = apply_overrides(load_sweep_file(path), measure={"runs": "2", "mode": ["infer", "train"], "threads": None})
+    a, b = plan.studies
+    assert (a.measure.runs, a.measure.device, a.modes) == (2, "cpu", ("infer", "train"))
+    assert (b.measure.runs, b.measure.threads) == (2, 2)  # None keeps the file's value
+    assert plan.fingerprint != load_sweep_file(path).fingerprint  # another definition
+    # the same through the command line: two modes of the measured study, one row of the other
+    assert main(["sweep", str(path), "--mode", "infer,train", "--runs", "2", "--dry-run"]) == 0
+    assert capsys.readouterr().out.strip().endswith("3 configurations")
+    assert main(["sweep", str(path), "--runs", "0", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--runs=0: must be an integer >= 1" in err[0]
+
+
+def test_old_flag_names_say_what_replaced_them(capsys):
+    assert main(["sweep", "--model", "mnist-vit", "--min-time", "0.5", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--min-time='0.5': renamed to --min-run-time-s" in err[0]

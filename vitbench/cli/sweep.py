@@ -3,222 +3,182 @@
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import sys
 from typing import Any
 
-from vitbench.cli.common import _override_fields
+from vitbench.cli.common import add_override_arguments, field_flag, positive_int, values_from
 
-#: spec fields whose one value is itself a comma list: alternatives are separated by ';'
-LIST_FIELDS = ("layers", "widths", "fc_dims", "stages")
-MEASURE_FLAGS = ("device", "mode", "precision", "min_time", "warmup", "threads", "optimizer")
+#: measured-stage flags: every RunSettings field but the batch size (a grid axis) and
+#: ``attention`` (the spec field of the same name is the grid axis --attention)
+MEASURE_HELP = {
+    "device": "auto, cpu or cuda (default auto)",
+    "mode": "infer and/or train, comma-separated (default infer)",
+    "precision": "fp32, bf16, fp16, comma-separated (default fp32)",
+    "min_run_time_s": "minimum timed seconds per run (default 1)",
+    "warmup": "warm-up steps per run (default 3)",
+    "threads": "CPU threads (default: the free cores)",
+    "runs": "fresh worker processes per configuration (default 5)",
+    "optimizer": "adamw, sgd or sgd-momentum (train mode)",
+}
+RENAMED_FLAGS = {"--min-time": "--min-run-time-s"}
+#: --dry-run lists every configuration of a grid up to this size, else the first DRY_RUN_HEAD
+DRY_RUN_ROWS = 1000
+DRY_RUN_HEAD = 20
+
+
+def _measure_flags() -> list[tuple[str, Any]]:
+    """(RunSettings field, its default) for each measured-stage flag. Booleans are switches:
+    ``--compile`` (default false) or ``--no-memory`` (default true)."""
+    from dataclasses import fields
+
+    from vitbench.settings import RunSettings
+    from vitbench.specs import SPEC_TYPES, spec_fields
+    from vitbench.sweeps.schema import measure_keys
+
+    spec_names = {n for t in SPEC_TYPES.values() for n in spec_fields(t)}
+    defaults = {f.name: f.default for f in fields(RunSettings)}
+    return [(k, defaults[k]) for k in measure_keys() if k not in spec_names]
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "sweep",
         help="run a grid of configurations through analytic, counters and measured stages",
-        description="Run every configuration of a grid (preset models x spec-field values x batch "
-        "sizes x modes x precisions) and store one row per configuration as it completes: "
-        "DIR/results.csv plus DIR/results.json (environment, raw timing samples). Grid values are "
+        description="Run every configuration of a grid (models x spec-field values x batch sizes x "
+        "modes x precisions) and append one checksummed row per configuration to DIR/rows.jsonl as it "
+        "completes; DIR/results.csv is exported at the end (and on interruption). Grid values are "
         "comma-separated (list-valued fields such as --layers take ';' between alternatives). "
         "MACs are multiply-accumulates; FLOPs = 2 x MACs.",
     )
     parser.add_argument("sweep_file", nargs="?", metavar="SWEEP_FILE", help="a YAML or TOML sweep file (see README: sweep files)")
-    parser.add_argument("--model", "--models", dest="models", metavar="M1,M2", help="comma-separated preset names (see `vitbench models`)")
-    grid = parser.add_argument_group("grid axes", "comma-separated values of any spec field, e.g. --img-size 224,384 --patch-size 8,16,32")
-    for name, kinds in _override_fields().items():
-        grid.add_argument(f"--{_field_flag(name)}", dest=f"grid_{name}", metavar="V1,V2", default=None, help=f"({kinds})")
+    parser.add_argument("--model", "--models", dest="models", metavar="M1,M2", help="comma-separated presets or references (see `vitbench models`)")
+    add_override_arguments(parser, "grid axes", "grid_")
     parser.add_argument("--batch-size", dest="batch_sizes", metavar="B1,B2", help="comma-separated batch sizes (default 1)")
     parser.add_argument("--stages", metavar="S1,S2", help="comma-separated: analytic, counters, measured (default analytic)")
     parser.add_argument("--counters", metavar="C1,C2", help="counters stage: fvcore, dispatch (default both)")
-    measured = parser.add_argument_group("measured stage")
-    measured.add_argument("--device", help="auto, cpu or cuda (default auto)")
-    measured.add_argument("--mode", metavar="M1,M2", help="infer and/or train (default infer)")
-    measured.add_argument("--precision", metavar="P1,P2", help="fp32, bf16, fp16 (default fp32)")
-    measured.add_argument("--min-time", dest="min_time", metavar="SECONDS", help="timed seconds per configuration")
-    measured.add_argument("--warmup", metavar="N", help="warm-up steps")
-    measured.add_argument("--threads", metavar="N", help="CPU threads")
-    measured.add_argument("--optimizer", metavar="NAME", help="adamw, sgd or sgd-momentum (train mode)")
+    measured = parser.add_argument_group("measured stage", "RunSettings fields, the same names as a sweep file's measure: keys")
+    for name, default in _measure_flags():
+        flag, dest, text = "--" + name.replace("_", "-"), f"measure_{name}", MEASURE_HELP.get(name, f"RunSettings.{name}")
+        if default is False:  # a switch, as in `vitbench profile`
+            measured.add_argument(flag, dest=dest, action="store_const", const=True, help=f"RunSettings.{name} = true")
+        elif default is True:
+            measured.add_argument(f"--no-{name.replace('_', '-')}", dest=dest, action="store_const", const=False, help=f"RunSettings.{name} = false")
+        else:
+            measured.add_argument(flag, dest=dest, metavar="VALUE", help=text)
+    for old in RENAMED_FLAGS:
+        measured.add_argument(old, dest=f"renamed_{old[2:]}", help=argparse.SUPPRESS)
     run_group = parser.add_argument_group("running")
     run_group.add_argument("--name", help="sweep name (default: the file's name, or 'sweep')")
     run_group.add_argument("--out", metavar="DIR", help="results store directory (default results/NAME)")
     run_group.add_argument("--resume", action="store_true", help="keep the rows already in DIR and run only the rest")
     run_group.add_argument("--force", action="store_true", help="discard rows already in DIR and start over")
+    run_group.add_argument("--allow-foreign", action="store_true", help="with --resume: add to a store written by a different sweep definition")
     run_group.add_argument("--retry-failed", action="store_true", help="with --resume: rerun rows whose status is error or oom")
     run_group.add_argument("--shard", metavar="I/N", help="run only configurations I, I+N, ... of the ordered grid (1-based)")
-    run_group.add_argument("--dry-run", action="store_true", help="list the configurations (with ids) and exit")
+    run_group.add_argument("--dry-run", action="store_true", help="count the grid, list its first configurations (with ids) and the time estimate, and exit")
+    run_group.add_argument("--yes", action="store_true", help="run a grid above 100,000 configurations or 24 h of estimated time")
+    run_group.add_argument("--export", default="csv", metavar="F1,F2", help="formats exported at the end: csv, parquet (default csv)")
     run_group.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary (automatic bar off when not a TTY or CI=true)")
+    launch = parser.add_argument_group("launchers")
+    launch.add_argument("--launcher", choices=("local", "gpus", "submitit"), default="local", help="local (default), gpus (one worker per GPU), submitit (Slurm job array)")
+    launch.add_argument("--gpus", metavar="I1,I2", help="gpus: the devices (default CUDA_VISIBLE_DEVICES or every CUDA device)")
+    launch.add_argument("--jobs", type=positive_int, metavar="N", help="submitit: array size (shards; default 8)")
+    launch.add_argument("--parallelism", type=positive_int, metavar="N", help="submitit: array jobs running at once")
+    launch.add_argument("--time-limit", dest="time_limit_min", type=positive_int, metavar="MINUTES", help="submitit: per-job time limit (default 60; requeued from the store when it runs out)")
+    launch.add_argument("--partition", help="submitit: Slurm partition")
+    launch.add_argument("--gpus-per-job", type=positive_int, metavar="N", help="submitit: GPUs per job")
+    launch.add_argument("--cpus-per-job", type=positive_int, metavar="N", help="submitit: CPUs per job")
+    launch.add_argument("--cluster", choices=("slurm", "local", "debug"), help="submitit: executor (default: slurm when available, else local)")
+    launch.add_argument("--max-retries", type=int, default=2, metavar="N", help="submitit: resubmissions of a failed job (default 2)")
+    launch.add_argument("--no-wait", action="store_true", help="submitit: submit and exit (merge later with vitbench merge)")
     parser.set_defaults(handler=run)
 
 
-def _field_flag(name: str) -> str:
-    """The flag of a spec field; plaincnn's ``stages`` would clash with --stages (sweep stages)."""
-    return "conv-stages" if name == "stages" else name.replace("_", "-")
-
-
-def _split(text: str, sep: str = ",") -> list[str]:
-    return [part.strip() for part in text.split(sep) if part.strip()]
+def _split(text: str | None) -> list[str] | None:
+    return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
 
 
 def _flag(key: str) -> str:
-    """Sweep-file key -> the command-line flag that sets it (for error messages)."""
+    """A plan key -> the command-line flag that sets it (for error messages)."""
     if key.startswith("grid."):
-        return "--" + _field_flag(key[len("grid."):])
+        return field_flag(key[len("grid."):])
     last = key.rsplit(".", 1)[-1]
     last = {"models": "model", "batch_sizes": "batch_size"}.get(last, last)
     return "--" + last.replace("_", "-")
 
 
-def _grid_from(args: argparse.Namespace) -> dict[str, list[Any]]:
-    grid: dict[str, list[Any]] = {}
-    for key, value in vars(args).items():
-        if key.startswith("grid_") and value is not None:
-            name = key[len("grid_"):]
-            grid[name] = _split(value, ";" if name in LIST_FIELDS else ",")
-            if not grid[name]:
-                from vitbench.sweepfile import SweepFileError
+def build_plan(args: argparse.Namespace):
+    from vitbench.sweeps.plan import build_plan as build
 
-                raise SweepFileError(f"--{_field_flag(name)}={value!r}: give at least one value")
-    return grid
-
-
-def _measure_from(args: argparse.Namespace) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name in MEASURE_FLAGS:
-        value = getattr(args, name)
+    for old, new in RENAMED_FLAGS.items():
+        value = getattr(args, f"renamed_{old[2:]}")
         if value is not None:
-            out[name] = _split(value) if name in ("mode", "precision") else value
-    return out
+            from vitbench.sweeps.schema import SweepFileError
+
+            raise SweepFileError(f"{old}={value!r}: renamed to {new} (the RunSettings field min_run_time_s)")
+    measure: dict[str, Any] = {k[len("measure_"):]: v for k, v in vars(args).items() if k.startswith("measure_") and v is not None}
+    for key in ("mode", "precision"):
+        if key in measure:
+            measure[key] = _split(measure[key])
+    return build(
+        args.sweep_file, models=_split(args.models), grid=values_from(args, "grid_"),
+        batch_sizes=_split(args.batch_sizes), stages=_split(args.stages), counters=_split(args.counters),
+        measure=measure, name=args.name, rename=_flag,
+    )
 
 
-def _build_plan(args: argparse.Namespace):
-    from dataclasses import replace
-
-    from vitbench.sweepfile import SweepFileError, load_sweep_file, validate
-
-    grid = _grid_from(args)
-    measure = _measure_from(args)
-    if args.sweep_file:
-        if args.models or grid:
-            flag = "--model" if args.models else "--" + _field_flag(next(iter(grid)))
-            raise SweepFileError(f"{flag}: give the grid in the sweep file or on the command line, not both")
-        plan = load_sweep_file(args.sweep_file)
-        # Command-line stage and measurement settings apply to every study of the file.
-        data: dict[str, Any] = {"models": ["vit-b/16"]}
-        if args.stages is not None:
-            data["stages"] = _split(args.stages)
-        if args.counters is not None:
-            data["counters"] = _split(args.counters)
-        if args.batch_sizes is not None:
-            data["batch_sizes"] = _split(args.batch_sizes)
-        if measure:
-            data["measure"] = measure
-        checked = validate(data, label="", rename=_flag).studies[0]
-        studies = []
-        for study in plan.studies:
-            changes: dict[str, Any] = {}
-            for key in ("stages", "counters", "batch_sizes"):
-                if key in data:
-                    changes[key] = getattr(checked, key)
-            if measure:
-                given = {"modes" if k == "mode" else "precisions" if k == "precision" else k for k in measure}
-                changes["measure"] = replace(study.measure, **{k: getattr(checked.measure, k) for k in given})
-            studies.append(replace(study, **changes))
-        return replace(plan, studies=tuple(studies))
-    if not args.models:
-        raise SweepFileError("--model: give models (e.g. --model vit-b/16,resnet50) or a sweep file")
-    data = {"name": args.name or "sweep", "models": _split(args.models), "grid": grid}
-    for key in ("stages", "counters", "batch_sizes"):
-        if getattr(args, key) is not None:
-            data[key] = _split(getattr(args, key))
-    if measure:
-        data["measure"] = measure
-    return validate(data, label="", rename=_flag)
+def _launcher_options(args: argparse.Namespace) -> dict[str, Any]:
+    if args.launcher == "gpus":
+        return {"gpus": args.gpus}
+    if args.launcher == "submitit":
+        return {
+            "jobs": args.jobs, "parallelism": args.parallelism, "time_limit_min": args.time_limit_min or 60,
+            "partition": args.partition, "gpus_per_job": args.gpus_per_job, "cpus_per_job": args.cpus_per_job,
+            "cluster": args.cluster, "max_retries": args.max_retries, "wait": not args.no_wait,
+        }
+    return {}
 
 
-def _show_bar(quiet: bool) -> bool:
-    if quiet or os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        return False
-    return sys.stderr.isatty()
+def _dry_run(plan, shard) -> int:
+    from vitbench.reporting.format import render
+    from vitbench.sweeps.run import preview
 
-
-def _describe(row: dict[str, Any]) -> str:
-    parts = [str(row.get("model"))]
-    if row.get("overrides"):
-        parts.append(str(row["overrides"]))
-    parts.append(f"batch {row.get('batch_size')}")
-    if row.get("mode"):
-        parts.append(f"{row['mode']} {row.get('precision')}")
-    return " ".join(parts)
+    shown = preview(plan, shard, DRY_RUN_ROWS, DRY_RUN_HEAD)
+    sys.stdout.write(render(shown.rows, "table") + "\n")
+    if shown.tally.selected > len(shown.rows):
+        sys.stdout.write(f"... and {shown.tally.selected - len(shown.rows)} more\n")
+    sys.stdout.write(f"estimated time: {shown.seconds / 3600:.2f} h ({shown.seconds / max(shown.tally.selected, 1):.3g} s per row)\n")
+    sys.stdout.write(f"{shown.tally.selected} configurations\n")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    from vitbench.sweeps import expand, parse_shard, select_shard, sweep
+    from vitbench.sweeps.grid import parse_shard
+    from vitbench.sweeps.progress import Progress, sigterm_as_interrupt
+    from vitbench.sweeps.launch import sweep
+    from vitbench.sweeps.schema import SweepFileError
 
-    plan = _build_plan(args)
+    plan = build_plan(args)
     shard = parse_shard(args.shard)
     if args.retry_failed and not args.resume:
-        from vitbench.sweepfile import SweepFileError
-
         raise SweepFileError("--retry-failed: only makes sense with --resume")
     if args.dry_run:
-        from vitbench.reporting.format import render
-
-        configs = select_shard(expand(plan), shard)
-        rows = [
-            {
-                "index": c.index, "id": c.id, "study": c.study, "model": c.model,
-                "overrides": c.overrides_text, "batch_size": c.batch_size, "mode": c.mode or "",
-                "precision": c.precision or "", "stages": "+".join(c.stages),
-                "invalid": c.invalid or "",
-            }
-            for c in configs
-        ]
-        sys.stdout.write(render(rows, "table") + "\n")
-        sys.stdout.write(f"{len(rows)} configurations\n")
-        return 0
-
-    show_bar = _show_bar(args.quiet)
-    log_rows = not args.quiet and not show_bar and os.environ.get("CI", "").lower() not in ("1", "true", "yes")
-    state: dict[str, Any] = {"bar": None, "done": 0, "todo": 0}
-
-    def on_start(todo: int, skipped: int) -> None:
-        state["todo"] = todo
-        if skipped and not args.quiet:
-            print(f"vitbench: resuming: {skipped} configurations already done, {todo} to run", file=sys.stderr)
-        if show_bar:
-            from tqdm import tqdm
-
-            state["bar"] = tqdm(total=todo, unit="cfg", file=sys.stderr, dynamic_ncols=True, desc=plan.name)
-
-    def on_row(row: dict[str, Any]) -> None:
-        state["done"] += 1
-        bar = state["bar"]
-        if bar is not None:
-            bar.set_postfix_str(_describe(row)[:60], refresh=False)
-            bar.update(1)
-        elif log_rows:
-            status = row.get("status")
-            extra = f": {row.get('error')}" if status != "ok" and row.get("error") else ""
-            print(f"[{state['done']}/{state['todo']}] {_describe(row)}: {status}{extra}", file=sys.stderr, flush=True)
-
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def on_term(signum, frame):  # a scheduler's SIGTERM ends the sweep like Ctrl-C
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
+        return _dry_run(plan, shard)
+    if args.launcher != "local" and shard:
+        raise SweepFileError(f"--shard: runs one shard locally; --launcher {args.launcher} splits the grid itself")
+    progress = Progress(sys.stderr, quiet=args.quiet, desc=plan.name)
     try:
-        result = sweep(
-            plan, name=args.name, out=args.out, resume=args.resume, force=args.force,
-            retry_failed=args.retry_failed, shard=shard, on_start=on_start, on_row=on_row,
-        )
+        with sigterm_as_interrupt():
+            result = sweep(
+                plan, out=args.out, resume=args.resume, force=args.force, allow_foreign=args.allow_foreign,
+                retry_failed=args.retry_failed, shard=shard, yes=args.yes, export=_split(args.export) or ["csv"],
+                launcher=args.launcher, launcher_options=_launcher_options(args),
+                on_start=progress.on_start, on_row=progress.on_row,
+            )
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        if state["bar"] is not None:
-            state["bar"].close()
+        progress.close()
+    for problem in result.problems:
+        print(f"vitbench: warning: {problem}", file=sys.stderr)
     if not args.quiet:
         print(result.summary())
     failed = result.statuses.get("error", 0) + result.statuses.get("oom", 0)

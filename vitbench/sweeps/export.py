@@ -1,0 +1,86 @@
+"""Exports of a results store: CSV (the exchange format) and Parquet, written atomically.
+Integers are exact digits in both; list columns are JSON text in the CSV, lists in Parquet."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from vitbench.sweeps.jsonl import write_atomic
+from vitbench.sweeps.store import CSV_NAME, PARQUET_NAME, StoreError, check_path, fs_error, read_store
+
+EXPORTS = ("csv", "parquet")
+
+
+def check_formats(formats: Sequence[str]) -> None:
+    """Refuse, before anything runs, an export format this module does not write."""
+    unknown = [f for f in formats if f not in EXPORTS]
+    if unknown or not formats:
+        raise StoreError(f"--export={','.join(formats)}: unknown format {(unknown or [''])[0]!r} (choose from {', '.join(EXPORTS)})")
+
+
+def export_store(source: str | os.PathLike, out: str | os.PathLike, formats: Sequence[str] = ("csv",)) -> list[Path]:
+    """Write ``out``/results.csv (and results.parquet) from the store at ``source``,
+    atomically. Integers are written as exact digits; list columns as JSON text in the CSV and
+    as list columns in Parquet."""
+    check_formats(formats)
+    records, info = read_store(source)
+    out = check_path(out)
+    written = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if "csv" in formats:
+            write_atomic(out / CSV_NAME, csv_bytes(records))
+            written.append(out / CSV_NAME)
+        if "parquet" in formats:
+            write_atomic(out / PARQUET_NAME, parquet_bytes(records, info))
+            written.append(out / PARQUET_NAME)
+    except OSError as exc:
+        target = Path(exc.filename) if isinstance(exc.filename, str) else out
+        raise fs_error("write", target, exc, len(records), out) from None
+    return written
+
+
+def csv_bytes(records: Sequence[dict[str, Any]], chunk: int = 10_000) -> bytes:
+    """Records as CSV (:func:`vitbench.results.csv_text`: exact integers, lists as JSON text),
+    a chunk of rows at a time; columns in first-seen order."""
+    from vitbench.results import csv_text
+
+    if not records:
+        return b""
+    columns = list(dict.fromkeys(key for row in records for key in row))
+    parts = []
+    for start in range(0, len(records), chunk):
+        text = csv_text(records[start:start + chunk], columns)
+        parts.append(text if start == 0 else text.split("\n", 1)[1])
+    return "".join(parts).encode("utf-8", "backslashreplace")
+
+
+def parquet_bytes(records: Sequence[dict[str, Any]], info: dict[str, Any]) -> bytes:
+    """Records as Parquet: a column pyarrow cannot type (mixed types, integers beyond 64 bits)
+    becomes JSON text, so every value survives exactly."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise StoreError("--export parquet needs pyarrow: pip install 'vitbench[parquet]'") from None
+    arrays, names = [], []
+    for key in dict.fromkeys(key for row in records for key in row):
+        values = [r.get(key) for r in records]
+        try:
+            array = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            array = pa.array([None if v is None else json.dumps(v) if not isinstance(v, str) else v for v in values], pa.string())
+        arrays.append(array)
+        names.append(key)
+    table = pa.Table.from_arrays(arrays, names=names)
+    table = table.replace_schema_metadata({"vitbench": json.dumps({k: info.get(k) for k in ("fingerprint", "sweep")}, default=str)})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
+__all__ = ["EXPORTS", "check_formats", "export_store", "csv_bytes", "parquet_bytes"]

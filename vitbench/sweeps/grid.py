@@ -1,0 +1,352 @@
+"""The grid of a plan, expanded as a stream: configurations, their ids, counting and shards.
+
+Grid = for each study: models x product(grid field values) x batch sizes, and for a measured
+study x modes x precisions. A grid field a model does not have is skipped for that model
+(``patch_size`` for a ResNet); configurations that come out identical are kept once (the first).
+Nothing is materialised: :func:`iter_configs` yields one :class:`Config` at a time and
+:func:`count_configs` counts a 10^6-point grid in seconds, holding only the set of ids seen.
+
+A configuration's ``id`` (12 hex digits: the start of a SHA-1) hashes what determines its row,
+as the text ``SPEC_KEY + "\n" + SETTINGS``: SPEC_KEY is :func:`vitbench.specs.spec_key` of the
+spec (the preset's with the overrides applied; a reference's name and overrides), SETTINGS the
+compact, key-sorted JSON of the batch size, the stages, the counters (counters stage) and the
+RunSettings (measured stage). Not its study, name or position: the same configuration in two
+studies runs once. SPEC_KEY is assembled from per-field JSON fragments prepared once per model,
+so an id costs a string join and a SHA-1, not the construction and validation of a spec (that
+happens when the row runs: a combination the spec rejects becomes a row with status
+``invalid``).
+
+``--shard I/N`` keeps the configurations whose position in the full, ordered grid is
+``I-1`` modulo ``N``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import itertools
+import json
+import operator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vitbench.errors import SpecError
+from vitbench.settings import RunSettings
+from vitbench.specs import format_overrides, parse_field_value, spec_fields, spec_to_dict
+from vitbench.sweeps.plan import Study, SweepPlan, measure_identity
+from vitbench.sweeps.schema import SweepFileError
+
+
+@dataclass(frozen=True)
+class Config:
+    """One row to compute: a model with grid overrides, a batch size, stage settings."""
+
+    index: int
+    id: str
+    study: str
+    model: str
+    overrides: tuple[tuple[str, Any], ...]
+    batch_size: int
+    stages: tuple[str, ...]
+    counters: tuple[str, ...]
+    mode: str | None = None
+    precision: str | None = None
+    measure: RunSettings | None = None  # the study's settings (measured stage only)
+
+    @property
+    def overrides_text(self) -> str:
+        return format_overrides(dict(self.overrides))
+
+    def __getstate__(self) -> dict[str, Any]:  # the resolved model (a module builder) stays behind
+        return {k: v for k, v in self.__dict__.items() if k != "_resolved"}
+
+    @functools.cached_property
+    def _resolved(self) -> tuple[Any, str | None]:
+        return build_config(self.model, self.overrides)
+
+    @property
+    def target(self) -> Any:
+        """The resolved model (:class:`vitbench.models.target.Target`), None when invalid."""
+        return self._resolved[0]
+
+    @property
+    def spec(self) -> Any:
+        """The analytic spec, None when invalid (or a reference without one)."""
+        return None if self.target is None else self.target.spec
+
+    @property
+    def invalid(self) -> str | None:
+        """Why the spec rejects this combination (``patch_size=32: does not divide ...``)."""
+        return self._resolved[1]
+
+    @property
+    def run_settings(self) -> RunSettings:
+        """The measurement's RunSettings (measured configurations)."""
+        base = self.measure or RunSettings()
+        return base.replace(mode=self.mode or base.mode, precision=self.precision or base.precision, batch_size=self.batch_size)
+
+
+@functools.lru_cache(maxsize=512)
+def _base(model: str) -> Any:
+    from vitbench.models.references import resolve
+
+    return resolve(model)
+
+
+def build_config(model: str, overrides: tuple[tuple[str, Any], ...]) -> tuple[Any, str | None]:
+    """(Target, None) or (None, reason) for a model with grid overrides."""
+    from vitbench.models.references import resolve
+
+    try:
+        return (resolve(model, dict(overrides)) if overrides else _base(model)), None
+    except SpecError as exc:
+        return None, str(exc)
+
+
+# --- ids -------------------------------------------------------------------------------------
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _normalize(spec_type: type, base: Any, name: str, value: Any) -> Any:
+    """The value the spec will hold for ``name`` (224 -> (224, 224), 4 -> 4.0), found by
+    replacing the field of the base spec; when that combination is itself invalid, by the
+    field's type."""
+    try:
+        return getattr(dataclasses.replace(base, **{name: value}), name)
+    except (SpecError, TypeError, ValueError):
+        annotation = str(spec_fields(spec_type)[name].type)
+        if name == "img_size" and isinstance(value, int):
+            return (value, value)
+        if annotation.startswith("float") and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if annotation.startswith("tuple") and isinstance(value, int):
+            return (value,)
+        return value
+
+
+def _plain(value: Any) -> Any:
+    """Tuples -> lists, as :func:`vitbench.specs.spec_key` writes field values."""
+    return [_plain(v) for v in value] if isinstance(value, tuple) else value
+
+
+def _fragment(value: Any) -> str:
+    return _dumps(_plain(value))
+
+
+class _ModelGrid:
+    """The grid of one model of one study, ready to enumerate: the identity text of every
+    combination is one ``template % fragments`` (C-level), fragments prepared once per value."""
+
+    def __init__(self, study: Study, model: str):
+        from vitbench.models.references import parse_reference
+
+        self.study, self.model = study, model
+        base = _base(model) if parse_reference(model)[0] == "preset" else None
+        spec_type = type(base.spec) if base is not None else None
+        self.spec_type = spec_type
+        if spec_type is not None:
+            known = spec_fields(spec_type)
+            data = spec_to_dict(base.spec)
+            data.pop("name")
+            self.names = [n for n, _ in study.grid if n in known]
+            values, fragments = [], []
+            for name, alternatives in study.grid:
+                if name in known:
+                    choices: dict[Any, bytes] = {}
+                    for value in alternatives:
+                        parsed = _normalize(spec_type, base.spec, name, parse_field_value(spec_type, name, value))
+                        choices.setdefault(parsed, _fragment(parsed).encode())
+                    values.append(list(choices))
+                    fragments.append(list(choices.values()))
+            # spec_key's text, keys sorted, with a %b where each grid field's value goes
+            slot = {n: i for i, n in enumerate(self.names)}
+            order = sorted(data)
+            parts = [f"{_dumps(k)}:" + ("%b" if k in slot else _dumps(data[k]).replace("%", "%%")) for k in order]
+            self.template = ("{" + ",".join(parts) + "}").encode()
+            self.order = [slot[k] for k in order if k in slot]  # text order -> axis index
+        else:  # a reference: overrides are builder arguments, the hash is of their text
+            used: set[str] = set()
+            try:
+                from vitbench.models.references import resolve
+
+                resolve(model, {n: vs[0] for n, vs in study.grid}, used=used)
+            except SpecError:
+                used = {n for n, _ in study.grid}
+            self.names = [n for n, _ in study.grid if n in used]
+            values = [list(vs) for n, vs in study.grid if n in used]
+            fragments = [[_dumps([n, str(v)]).encode() for v in vs] for n, vs in study.grid if n in used]
+            self.template = ('{"reference":%s,"overrides":[' % _dumps(model).replace("%", "%%")).encode() + b",".join([b"%b"] * len(values)) + b"]}"
+            self.order = list(range(len(values)))
+        self.values, self.fragments = values, fragments
+
+    def points(self) -> Iterator[tuple[tuple[Any, ...], bytes]]:
+        """(grid values, identity text) for every combination, in grid order (the first grid
+        field varies slowest)."""
+        template = self.template
+        if not self.names:
+            yield (), template
+            return
+        pick = operator.itemgetter(*self.order) if len(self.order) > 1 else (lambda combo: combo)
+        for values, combo in zip(itertools.product(*self.values), itertools.product(*self.fragments)):
+            yield values, template % pick(combo)
+
+
+def _settings(study: Study) -> list[tuple[int, str | None, str | None, bytes]]:
+    """(batch size, mode, precision, the settings part of the hashed text) of each row of a
+    combination: ``\n{"batch_size":B,"counters":[...],"measure":{...},"stages":[...]}``."""
+    out = []
+    modes = study.modes if study.measured else (None,)
+    precisions = study.precisions if study.measured else (None,)
+    for batch in study.batch_sizes:
+        for mode in modes:
+            for precision in precisions:
+                data: dict[str, Any] = {"batch_size": batch, "stages": sorted(study.stages)}
+                if "counters" in study.stages:
+                    data["counters"] = sorted(study.counters)
+                if study.measured:
+                    data["measure"] = {"mode": mode, "precision": precision, **measure_identity(study.measure)}
+                out.append((batch, mode, precision, ("\n" + _dumps(data)).encode()))
+    return out
+
+
+def _points(plan: SweepPlan, keys_only: bool = False) -> Iterator[Any]:
+    """(id digest, study, model grid, grid values, batch, mode, precision), de-duplicated, in
+    grid order (only the digests with ``keys_only``). The id is the first 6 bytes (12 hex
+    digits) of SHA-1(identity + settings text); with several settings per combination the
+    identity's hash state is computed once and copied for each."""
+    seen: set[bytes] = set()
+    add = seen.add
+    sha1 = hashlib.sha1
+    for study in plan.studies:
+        settings = _settings(study)
+        for model in study.models:
+            grid = _ModelGrid(study, model)
+            if len(settings) == 1:
+                (batch, mode, precision, text), = settings
+                for values, identity in grid.points():
+                    key = sha1(identity + text).digest()[:6]
+                    if key not in seen:
+                        add(key)
+                        yield key if keys_only else (key, study, grid, values, batch, mode, precision)
+                continue
+            for values, identity in grid.points():
+                base = sha1(identity)
+                for batch, mode, precision, text in settings:
+                    digest = base.copy()
+                    digest.update(text)
+                    key = digest.digest()[:6]
+                    if key not in seen:
+                        add(key)
+                        yield key if keys_only else (key, study, grid, values, batch, mode, precision)
+
+
+def iter_configs(plan: SweepPlan, shard: tuple[int, int] | None = None) -> Iterator[Config]:
+    """The grid (or one shard of it) in deterministic order, one configuration at a time."""
+    for index, (key, study, grid, values, batch, mode, precision) in enumerate(_points(plan)):
+        if shard is not None and index % shard[1] != shard[0] - 1:
+            continue
+        yield Config(
+            index=index, id=key.hex(), study=study.name, model=grid.model, overrides=tuple(zip(grid.names, values)), batch_size=batch,
+            stages=study.stages, counters=study.counters, mode=mode, precision=precision,
+            measure=study.measure if study.measured else None,
+        )
+
+
+def expand(plan: SweepPlan) -> list[Config]:
+    """The whole grid as a list (small grids; tests). Checks that some configuration is valid."""
+    check_valid(plan)
+    return list(iter_configs(plan))
+
+
+@dataclass(frozen=True)
+class Tally:
+    grid: int  # configurations in the whole grid
+    selected: int  # in this shard
+    done: int  # of those, already in the store
+
+
+def tally(plan: SweepPlan, shard: tuple[int, int] | None = None, done: Mapping[str, Any] | None = None) -> Tally:
+    """Count the grid, the shard and what the store already holds, in one streaming pass."""
+    if not done and shard is None:
+        grid = sum(1 for _ in _points(plan, keys_only=True))
+        return Tally(grid, grid, 0)
+    done_keys = {bytes.fromhex(k) for k in (done or {}) if len(k) == 12}
+    grid = selected = already = 0
+    for index, key in enumerate(_points(plan, keys_only=True)):
+        grid += 1
+        if shard is None or index % shard[1] == shard[0] - 1:
+            selected += 1
+            already += key in done_keys
+    return Tally(grid, selected, already)
+
+
+def study_sizes(plan: SweepPlan) -> dict[str, int]:
+    """Configurations of each study before de-duplication (products of the axes' sizes), for
+    weighting per-row estimates; no configuration is enumerated."""
+    import math
+
+    out: dict[str, int] = {}
+    for study in plan.studies:
+        rows = len(study.batch_sizes) * (len(study.modes) * len(study.precisions) if study.measured else 1)
+        out[study.name] = rows * sum(math.prod(len(v) for v in _ModelGrid(study, m).values) for m in study.models)
+    return out
+
+
+def count_configs(plan: SweepPlan, shard: tuple[int, int] | None = None) -> int:
+    """How many configurations the grid (or a shard) has, without building any of them."""
+    return tally(plan, shard).selected
+
+
+def check_valid(plan: SweepPlan) -> None:
+    """A study in which every combination is invalid is a usage error (raised before any row
+    runs). Stops at the first valid combination of each study, so it is cheap for real grids."""
+    for study in plan.studies:
+        first = None
+        for model in study.models:
+            grid = _ModelGrid(study, model)
+            for values, _ in grid.points():
+                target, invalid = build_config(model, tuple(zip(grid.names, values)))
+                if invalid is None:
+                    break
+                first = first or (model, invalid)
+            else:
+                continue
+            break
+        else:
+            if first is not None:
+                where = f"study {study.name!r}: " if len(plan.studies) > 1 else ""
+                raise SweepFileError(f"{where}every configuration of the grid is invalid (first: {first[0]}: {first[1]})")
+
+
+def parse_shard(text: str | tuple[int, int] | None) -> tuple[int, int] | None:
+    """'I/N' (1-based) -> (I, N); None stays None."""
+    if text is None:
+        return None
+    if isinstance(text, tuple):
+        index, count = text
+    else:
+        parts = str(text).split("/")
+        try:
+            index, count = (int(p) for p in parts) if len(parts) == 2 else (0, 0)
+        except ValueError:
+            index, count = 0, 0
+    if count < 1 or not 1 <= index <= count:
+        raise SweepFileError(f"--shard={text!r}: must be I/N with 1 <= I <= N (for example 1/4)")
+    return index, count
+
+
+def select_shard(configs: list[Config], shard: tuple[int, int] | None) -> list[Config]:
+    """The configurations of one shard of an expanded grid."""
+    if shard is None:
+        return list(configs)
+    index, count = shard
+    return [c for c in configs if c.index % count == index - 1]
+
+
+__all__ = [
+    "Config", "iter_configs", "expand", "count_configs", "tally", "Tally", "study_sizes", "check_valid", "parse_shard",
+    "select_shard", "build_config",
+]

@@ -1,0 +1,107 @@
+"""The store's line format: one JSON object per line with a CRC-32 of its text, and the
+file-system primitives the store writes with (whole writes, atomic replacement, folder fsync)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+CRC_KEY = "_crc32"
+_TAIL = len(f',"{CRC_KEY}":"') + 8 + 2  # ,"_crc32":"xxxxxxxx"}
+
+
+# --- records -----------------------------------------------------------------------------------
+def _clean(value: Any) -> Any:
+    """JSON-ready: non-finite floats -> null, tuples/sets -> lists, numpy scalars -> numbers."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, int)):
+        return value
+    if isinstance(value, (set, frozenset)):
+        return sorted(_clean(v) for v in value)
+    if hasattr(value, "item"):  # numpy scalar
+        return _clean(value.item())
+    return str(value)
+
+
+def encode_record(row: dict[str, Any]) -> bytes:
+    """One line: the row as compact JSON with ``"_crc32"`` (CRC-32 of the rest) appended."""
+    body = json.dumps({k: _clean(v) for k, v in row.items() if k != CRC_KEY}, separators=(",", ":"), ensure_ascii=True)
+    if body == "{}":
+        raise ValueError("a store record needs at least one column")
+    crc = zlib.crc32(body.encode("ascii"))
+    return f'{body[:-1]},"{CRC_KEY}":"{crc:08x}"}}\n'.encode("ascii")
+
+
+def decode_record(line: bytes) -> dict[str, Any] | None:
+    """The row of one line (without its newline), or None when it is damaged or torn."""
+    if len(line) <= _TAIL or not line.endswith(b'"}') or line[-_TAIL:-10] != f',"{CRC_KEY}":"'.encode():
+        return None
+    body = line[:-_TAIL] + b"}"
+    try:
+        if zlib.crc32(body) != int(line[-10:-2], 16):
+            return None
+        row = json.loads(body)
+    except ValueError:
+        return None
+    return row if isinstance(row, dict) else None
+
+
+def scan(path: Path, decode: Any = None) -> Iterator[tuple[int, int, bytes, dict[str, Any] | None]]:
+    """(line number, byte offset, raw line, row or None if damaged) for every line; a last line
+    without its newline (a torn write) is yielded as damaged."""
+    decode = decode or decode_record
+    offset = 0
+    with open(path, "rb") as handle:
+        for number, line in enumerate(handle, 1):
+            complete = line.endswith(b"\n")
+            body = line[:-1] if complete else line
+            yield number, offset, line, decode(body) if complete else None
+            offset += len(line)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write a temporary file beside ``path``, fsync it, rename it over ``path``, fsync the
+    folder: a crash leaves the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):  # not every file system can sync a folder
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+__all__ = ["CRC_KEY", "encode_record", "decode_record", "scan", "write_atomic", "write_all", "fsync_dir"]

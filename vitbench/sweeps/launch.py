@@ -1,0 +1,82 @@
+"""``vitbench.sweep``: the public entry of a sweep. Resolves the plan (a sweep file, a
+:class:`~vitbench.sweeps.plan.SweepPlan`, or models x grid) and hands it to a launcher: this
+process (:func:`vitbench.sweeps.run.execute`), one worker per GPU or a Slurm job array
+(:mod:`vitbench.sweeps.launchers`)."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from vitbench.settings import COUNTERS
+from vitbench.sweeps.grid import parse_shard
+from vitbench.sweeps.plan import SweepPlan
+from vitbench.sweeps.run import SweepResult, default_out, execute, resolve_plan
+from vitbench.sweeps.schema import SweepFileError
+
+LAUNCHERS = ("local", "gpus", "submitit")
+
+
+def sweep(
+    source: str | os.PathLike | SweepPlan | None = None,
+    *,
+    models: Sequence[str] | str | None = None,
+    grid: Mapping[str, Any] | None = None,
+    batch_sizes: Sequence[int] | int = (1,),
+    stages: Sequence[str] | str = ("analytic",),
+    counters: Sequence[str] | str = COUNTERS,
+    measure: Mapping[str, Any] | None = None,
+    name: str | None = None,
+    out: str | os.PathLike | None = None,
+    resume: bool = False,
+    force: bool = False,
+    allow_foreign: bool = False,
+    retry_failed: bool = False,
+    shard: str | tuple[int, int] | None = None,
+    yes: bool = False,
+    export: Sequence[str] = ("csv",),
+    launcher: str = "local",
+    launcher_options: Mapping[str, Any] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> SweepResult:
+    """Run a sweep (a sweep file, a :class:`SweepPlan`, or ``models`` x ``grid``) into a store.
+
+    Each completed row is on disk before the next configuration starts. ``on_start(todo,
+    skipped)`` and ``on_row(row)`` let a caller show progress. Raises :class:`SweepInterrupted`
+    (exit code 130) on Ctrl-C after saving; never raises for a failing configuration.
+    ``launcher``: ``local`` (this process), ``gpus`` (one worker per visible GPU) or
+    ``submitit`` (a Slurm job array); see :mod:`vitbench.sweeps.launchers`.
+
+    >>> sweep(models=["vit-b/16", "resnet50"], grid={"img_size": [224, 384]}, out="results/x")  # doctest: +SKIP
+    """
+    if launcher not in LAUNCHERS:
+        raise SweepFileError(f"--launcher={launcher!r}: must be one of {', '.join(LAUNCHERS)}")
+    plan = resolve_plan(
+        source, models=models, grid=grid, name=name, batch_sizes=batch_sizes, stages=stages,
+        counters=counters, measure=measure,
+    )
+    shard_t = parse_shard(shard)
+    directory = Path(out) if out is not None else default_out(plan, shard_t)
+    if launcher == "submitit":
+        from vitbench.sweeps.launchers import run_submitit
+
+        return run_submitit(
+            plan, directory, resume=resume, force=force, allow_foreign=allow_foreign, yes=yes,
+            export=export, retry_failed=retry_failed, **dict(launcher_options or {}),
+        )
+    compute = None
+    if launcher == "gpus":
+        from vitbench.sweeps.launchers import run_gpus
+
+        compute = functools.partial(run_gpus, **dict(launcher_options or {}))
+    return execute(
+        plan, directory, shard=shard_t, resume=resume, force=force, allow_foreign=allow_foreign,
+        retry_failed=retry_failed, yes=yes, export=export, compute=compute, on_start=on_start, on_row=on_row,
+    )
+
+
+__all__ = ["sweep", "LAUNCHERS"]

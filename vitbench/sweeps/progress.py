@@ -1,0 +1,92 @@
+"""Progress of a running sweep, shared by `vitbench sweep` and `vitbench report`, and a
+scheduler's SIGTERM turned into the same clean interruption as Ctrl-C.
+
+:class:`Progress` writes to the stream it is given (the CLI passes stderr): a tqdm bar with ETA
+on a terminal, one line per row otherwise, nothing when quiet or ``CI=true``.
+
+>>> progress = Progress(sys.stderr, quiet=False, desc="study")  # doctest: +SKIP
+>>> with sigterm_as_interrupt():  # doctest: +SKIP
+...     sweep(plan, on_start=progress.on_start, on_row=progress.on_row)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def describe(row: dict[str, Any]) -> str:
+    """'vit-b/16 img_size=384 batch 8 infer fp32' for a row."""
+    parts = [str(row.get("model"))]
+    if row.get("overrides"):
+        parts.append(str(row["overrides"]))
+    parts.append(f"batch {row.get('batch_size')}")
+    if row.get("mode"):
+        parts.append(f"{row['mode']} {row.get('precision')}")
+    return " ".join(parts)
+
+
+class Progress:
+    """``on_start(todo, skipped)`` / ``on_row(row)`` callbacks for :func:`vitbench.sweep`."""
+
+    def __init__(self, stream: TextIO, *, quiet: bool = False, desc: str = "sweep", bar: bool | None = None):
+        self.stream, self.quiet, self.desc = stream, quiet, desc
+        if bar is None:
+            bar = not quiet and not in_ci() and getattr(stream, "isatty", lambda: False)()
+        self.use_bar = bar
+        self.log_rows = not quiet and not bar and not in_ci()
+        self.done = self.todo = 0
+        self._bar: Any = None
+
+    def on_start(self, todo: int, skipped: int) -> None:
+        self.todo = todo
+        if skipped and not self.quiet:
+            print(f"vitbench: resuming: {skipped} configurations already done, {todo} to run", file=self.stream, flush=True)
+        if self.use_bar and todo:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=todo, unit="cfg", file=self.stream, dynamic_ncols=True, desc=self.desc)
+
+    def on_row(self, row: dict[str, Any]) -> None:
+        self.done += 1
+        if self._bar is not None:
+            self._bar.set_postfix_str(describe(row)[:60], refresh=False)
+            self._bar.update(1)
+        elif self.log_rows:
+            status = row.get("status")
+            extra = f": {row.get('error')}" if status != "ok" and row.get("error") else ""
+            print(f"[{self.done}/{self.todo}] {describe(row)}: {status}{extra}", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM (a scheduler ending or preempting the job) raises
+    KeyboardInterrupt, so a sweep saves its rows and exports as on Ctrl-C."""
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+__all__ = ["Progress", "sigterm_as_interrupt", "describe"]

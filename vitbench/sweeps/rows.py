@@ -1,0 +1,154 @@
+"""Computing one sweep row, stage by stage, and estimating how long a row takes.
+
+Stages: ``analytic`` (exact params and MACs), ``counters`` (fvcore and dispatch traced counts
+beside the analytic ones, with ``agree``), ``measured`` (:func:`vitbench.measure.profile.measure`:
+timing, peak memory, the analytic memory prediction in ``pred_*`` columns, raw samples per run).
+Each row carries ``status``: ok | invalid | error | oom | refused, and ``error`` text when not ok;
+a failing configuration is a row, never an aborted sweep.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from vitbench.sweeps.grid import Config
+from vitbench.sweeps.plan import SweepPlan
+
+#: rough seconds per row of each stage beyond the analytic one, for the estimate before a run
+#: (tracing a model: about a second per counter; a measured row: per run, the process start,
+#: warm-up and the timed minimum, plus the memory pass)
+COUNTER_S = 1.5
+PROCESS_START_S = 2.0
+
+
+class Runner:
+    """Computes rows; caches counter results per (spec, batch) across modes and precisions."""
+
+    def __init__(self) -> None:
+        self._counter_cache: dict[tuple[str, int, tuple[str, ...]], dict[str, Any]] = {}
+
+    def row(self, config: Config) -> dict[str, Any]:
+        started = time.perf_counter()
+        identity = {
+            "id": config.id, "index": config.index, "study": config.study, "model": config.model,
+            "overrides": config.overrides_text, "stages": "+".join(config.stages),
+        }
+        row: dict[str, Any] = {**identity, "status": "ok", "error": None}
+        if config.invalid is not None:
+            row.update(status="invalid", error=config.invalid, batch_size=config.batch_size)
+            if config.mode:
+                row.update(mode=config.mode, precision=config.precision, device=config.run_settings.device)
+            return _finish(row, started)
+        target = config.target
+        try:
+            from vitbench.specs import spec_key
+
+            if target.spec is not None:
+                from vitbench.analytic import complexity
+
+                row.update(complexity(target.spec, config.batch_size).as_record())
+                row["spec_key"] = spec_key(target.spec)
+            else:
+                row.update(batch_size=config.batch_size, analytic_note=target.analytic_note)
+            if "counters" in config.stages:
+                row.update(self._counters(target, config, row))
+            if "measured" in config.stages:
+                measured = _measured(target, config)
+                warnings = _as_list(row.get("warnings")) + _as_list(measured.get("warnings"))
+                row.update(measured)
+                row["warnings"] = warnings or None
+                row["status"] = measured.get("status") or "ok"
+        except MemoryError:
+            row.update(status="oom", error="MemoryError: out of host memory")
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # a failed configuration is a row, never an aborted sweep
+            row.update(status="error", error=f"{exc.__class__.__name__}: {' '.join(str(exc).split())}"[:500])
+        row.update(identity)  # the sweep's names win over a stage's (measure names the model too)
+        return _finish(row, started)
+
+    def _counters(self, target: Any, config: Config, analytic: dict[str, Any]) -> dict[str, Any]:
+        from vitbench.specs import spec_key
+
+        model = target.spec if target.spec is not None else target.label
+        key = (spec_key(model) if target.spec is not None else model, config.batch_size, tuple(config.counters))
+        if key not in self._counter_cache:
+            from vitbench.counters import count_record
+
+            self._counter_cache[key] = dict(count_record(model, config.batch_size, list(config.counters), analytic if "macs" in analytic else None))
+        return self._counter_cache[key]
+
+
+def _as_list(value: Any) -> list[Any]:
+    if not value:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _measured(target: Any, config: Config) -> dict[str, Any]:
+    from vitbench.measure.profile import measure
+
+    return dict(measure(target.spec if target.spec is not None else target.label, config.run_settings))
+
+
+def _finish(row: dict[str, Any], started: float) -> dict[str, Any]:
+    from vitbench.sweeps.store import now_iso
+
+    row["elapsed_s"] = time.perf_counter() - started
+    row["completed_at"] = now_iso()
+    return row
+
+
+def check_measured(plan: SweepPlan) -> list[str]:
+    """Refuse, before any row runs, measurement settings this machine cannot honour (no CUDA,
+    fp16 on the CPU): one line, exit code 2. Returns the devices measured on."""
+    from vitbench.measure.env import validate_settings
+
+    devices = set()
+    for study in plan.studies:
+        if study.measured:
+            for mode in study.modes:
+                for precision in study.precisions:
+                    devices.add(validate_settings(study.measure.replace(mode=mode, precision=precision, batch_size=1)))
+    return sorted(devices)
+
+
+def estimate_seconds(plan: SweepPlan, rows: int) -> tuple[float, float]:
+    """(seconds for ``rows`` rows of the plan, mean seconds per row): the per-row estimate of
+    each study weighted by its share of the grid."""
+    from vitbench.sweeps.grid import study_sizes
+
+    per_row = row_seconds(plan)
+    sizes = study_sizes(plan)
+    total = sum(sizes.values()) or 1
+    mean = sum(per_row[name] * size for name, size in sizes.items()) / total
+    return rows * mean, mean
+
+
+def row_seconds(plan: SweepPlan, store_s: float = 0.004) -> dict[str, float]:
+    """Estimated seconds per row of each study: the analytic stage timed on the study's first
+    model, plus rough costs of the counters and measured stages and of the store's fsync."""
+    from vitbench.analytic import complexity
+    from vitbench.sweeps.grid import build_config
+
+    out = {}
+    for study in plan.studies:
+        target, _ = build_config(study.models[0], ())
+        seconds = store_s
+        if target is not None and target.spec is not None:
+            started = time.perf_counter()
+            for _ in range(3):
+                complexity(target.spec, 1).as_record()
+            seconds += (time.perf_counter() - started) / 3
+        if "counters" in study.stages:
+            seconds += COUNTER_S * len(study.counters)
+        if study.measured:
+            settings = study.measure
+            per_run = PROCESS_START_S * settings.in_worker + settings.min_run_time_s * (1 + settings.memory)
+            seconds += settings.runs * per_run if settings.in_worker else per_run
+        out[study.name] = seconds
+    return out
+
+
+__all__ = ["Runner", "check_measured", "row_seconds", "estimate_seconds"]

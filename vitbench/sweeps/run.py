@@ -1,0 +1,267 @@
+"""Running a plan into a store, in this process: :func:`execute` (and the dry run, :func:`preview`).
+
+Each completed row is appended to the store (and fsynced) before the next configuration starts;
+the CSV export is written at the end and on interruption. ``--resume`` skips ids already in
+the store (the sweep's fingerprint must match the store's), ``--retry-failed`` reruns rows whose
+status is error or oom, ``--shard I/N`` runs one shard. A grid larger than
+:data:`CONFIRM_ABOVE` configurations (or estimated at more than :data:`CONFIRM_ABOVE_S`) needs
+``yes=True`` (``--yes``): the refusal says how long it would take from a per-row estimate.
+
+Testing hook: the environment variable ``VITBENCH_SWEEP_ROW_DELAY_S`` adds a sleep before each
+configuration, so a test can interrupt a sweep between rows deterministically.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from vitbench.errors import VitbenchError
+from vitbench.results import Records
+from vitbench.sweeps.grid import Config, Tally, check_valid, iter_configs, tally
+from vitbench.sweeps.plan import SweepPlan, load_sweep_file, plan_from_grid
+from vitbench.sweeps.schema import SweepFileError
+
+#: Row statuses that ``retry_failed`` reruns on resume.
+FAILED_STATUSES = ("error", "oom")
+#: grids above this many configurations, or estimated above this many seconds, need ``yes``
+CONFIRM_ABOVE = 100_000
+CONFIRM_ABOVE_S = 24 * 3600.0
+
+
+class SweepInterrupted(VitbenchError):
+    """Ctrl-C / SIGTERM during a sweep: every completed row is saved."""
+
+    exit_code = 130
+
+    def __init__(self, saved: int, total: int, out: Path):
+        self.saved, self.total, self.out = saved, total, out
+        super().__init__(f"interrupted: {saved} of {total} rows saved in {out}; rerun with --resume to finish")
+
+
+class LargeGridError(VitbenchError):
+    """A grid too large to start without confirmation (exit code 2)."""
+
+
+@dataclass
+class SweepResult:
+    """What :func:`sweep` did; ``records`` reads the store's rows (typed) on first use."""
+
+    out: Path
+    total: int
+    ran: int
+    skipped: int
+    statuses: dict[str, int] = field(default_factory=dict)
+    name: str = ""
+    problems: list[str] = field(default_factory=list)
+    note: str = ""  # what happened instead of running (jobs submitted without waiting)
+    _records: Records | None = None
+
+    @property
+    def records(self) -> Records:
+        if self._records is None:
+            from vitbench.sweeps.store import read_store
+
+            self._records = read_store(self.out)[0]
+        return self._records
+
+    def summary(self) -> str:
+        if self.note:
+            return f"sweep {self.name}: {self.note}"
+        parts = ", ".join(f"{n} {s}" for s, n in sorted(self.statuses.items()))
+        return (
+            f"sweep {self.name}: {self.ran} configurations run, {self.skipped} already done "
+            f"({parts or 'nothing to do'}); results in {self.out}"
+        )
+
+
+def resolve_plan(
+    source: str | os.PathLike | SweepPlan | None, *, models: Sequence[str] | str | None = None,
+    grid: Mapping[str, Any] | None = None, name: str | None = None, **kw: Any,
+) -> SweepPlan:
+    """A sweep file, a plan, or models x grid -> a validated plan (``name`` renames it)."""
+    if isinstance(source, SweepPlan):
+        plan = source
+    elif source is not None:
+        plan = load_sweep_file(source)
+    elif models is not None:
+        plan = plan_from_grid(models, grid, name=name or "sweep", **kw)
+    else:
+        raise SweepFileError("sweep: give a sweep file or models (and a grid)")
+    return replace(plan, name=name) if name else plan
+
+
+def default_out(plan: SweepPlan, shard: tuple[int, int] | None) -> Path:
+    if plan.out:
+        return Path(plan.out)
+    if shard:
+        return Path("results") / f"{plan.name}.shard{shard[0]}of{shard[1]}"
+    return Path("results") / plan.name
+
+
+def confirm_size(plan: SweepPlan, count: int, yes: bool) -> float:
+    """Estimated seconds for ``count`` rows; refuses a large grid unless ``yes``."""
+    from vitbench.sweeps.rows import estimate_seconds
+
+    seconds, per_row = estimate_seconds(plan, count)
+    if (count > CONFIRM_ABOVE or seconds > CONFIRM_ABOVE_S) and not yes:
+        raise LargeGridError(
+            f"the grid has {count:,} configurations to run, about {seconds / 3600:.1f} h at "
+            f"~{per_row:.3g} s per row; pass --yes to run it (--dry-run lists it)"
+        )
+    return seconds
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What ``--dry-run`` shows: the first ``limit`` configurations as rows, the counts, and the
+    estimated seconds to run the selection."""
+
+    rows: list[dict[str, Any]]
+    tally: Tally
+    seconds: float
+
+
+def preview(plan: SweepPlan, shard: tuple[int, int] | None = None, limit: int = 1000, head: int = 20) -> Preview:
+    """Count the grid (streaming) and describe its configurations: all of them up to ``limit``,
+    else the first ``head``."""
+    from itertools import islice
+
+    from vitbench.sweeps.rows import estimate_seconds
+
+    check_valid(plan)
+    counted = tally(plan, shard)
+    rows = [
+        {
+            "index": c.index, "id": c.id, "study": c.study, "model": c.model, "overrides": c.overrides_text,
+            "batch_size": c.batch_size, "mode": c.mode or "", "precision": c.precision or "",
+            "stages": "+".join(c.stages), "invalid": c.invalid or "",
+        }
+        for c in islice(iter_configs(plan, shard), limit if counted.selected <= limit else head)
+    ]
+    return Preview(rows, counted, estimate_seconds(plan, counted.selected)[0])
+
+
+def execute(
+    plan: SweepPlan,
+    directory: Path,
+    *,
+    shard: tuple[int, int] | None = None,
+    resume: bool = False,
+    force: bool = False,
+    allow_foreign: bool = False,
+    retry_failed: bool = False,
+    yes: bool = False,
+    export: Sequence[str] = ("csv",),
+    compute: Callable[[Iterator[Config]], Iterator[dict[str, Any]]] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> SweepResult:
+    """Run ``plan`` (or one shard) into the store at ``directory``: every check first (the
+    grid, the devices, the size, the output path), then each row appended as it completes.
+    ``compute`` turns configurations into rows (default :func:`run_local`; the GPU pool is
+    another); the store is written here, by this process alone."""
+    from vitbench.sweeps.export import check_formats, export_store
+    from vitbench.sweeps.rows import check_measured
+    from vitbench.sweeps.store import Store, stored_ids
+
+    check_formats(export)
+    check_valid(plan)
+    devices = check_measured(plan)
+    size = tally(plan, shard)
+    confirm_size(plan, size.selected, yes)
+    with Store.open(
+        directory, sweep=sweep_meta(plan, size.grid, shard, devices), resume=resume, force=force,
+        allow_foreign=allow_foreign,
+    ) as store:
+        done = {k: s for k, s in store.statuses.items() if not (retry_failed and s in FAILED_STATUSES)}
+        counted = tally(plan, shard, done) if done else size
+        if on_start:
+            on_start(counted.selected - counted.done, counted.done)
+        todo = (c for c in iter_configs(plan, shard) if c.id not in done)
+        statuses: dict[str, int] = {}
+        ran = 0
+        try:
+            for row in (compute or run_local)(todo):
+                store.add(row)
+                ran += 1
+                statuses[row["status"]] = statuses.get(row["status"], 0) + 1
+                if on_row:
+                    on_row(row)
+        except KeyboardInterrupt:  # perhaps inside a write: count what is on disk
+            _export_quietly(directory, export)
+            saved = tally(plan, shard, dict.fromkeys(stored_ids(directory))).done
+            raise SweepInterrupted(saved, counted.selected, directory) from None
+        export_store(directory, directory, export)  # still holding the lock
+    return SweepResult(
+        out=directory, total=counted.selected, ran=ran, skipped=counted.done, statuses=statuses,
+        name=plan.name, problems=list(store.problems),
+    )
+
+
+def run_local(configs: Iterator[Config]) -> Iterator[dict[str, Any]]:
+    """Rows computed in this process, one configuration at a time."""
+    from vitbench.sweeps.rows import Runner
+
+    delay = float(os.environ.get("VITBENCH_SWEEP_ROW_DELAY_S", "0") or 0)
+    runner = Runner()
+    for config in configs:
+        if delay:
+            time.sleep(delay)
+        yield runner.row(config)
+
+
+def _export_quietly(directory: Path, formats: Sequence[str]) -> None:
+    """The CSV export on interruption: rows are safe in the store even when this fails."""
+    from vitbench.sweeps.export import export_store
+
+    try:
+        export_store(directory, directory, formats)
+    except (VitbenchError, OSError):
+        pass
+
+
+def sweep_meta(plan: SweepPlan, grid_size: int | None, shard: tuple[int, int] | None, devices: Sequence[str] = ()) -> dict[str, Any]:
+    """What sweep.json records about the sweep (the fingerprint identifies its definition)."""
+    from vitbench import __version__
+
+    return {
+        "fingerprint": plan.fingerprint, "name": plan.name, "source": plan.source,
+        "description": plan.description, "grid_size": grid_size,
+        "shard_index": shard[0] if shard else None, "shard_count": shard[1] if shard else None,
+        "studies": [s.name for s in plan.studies], "definition": [s.identity() for s in plan.studies],
+        "vitbench_version": __version__, "environment": environment(devices),
+    }
+
+
+def environment(measured_devices: Sequence[str] = ()) -> dict[str, Any]:
+    """Where the sweep ran (host-level; per-row device details come with measured rows)."""
+    import platform
+    import sys
+
+    from vitbench import __version__
+    from vitbench.sweeps.store import now_iso
+
+    env: dict[str, Any] = {
+        "python": sys.version.split()[0], "platform": platform.platform(), "machine": platform.machine(),
+        "cpu_count": os.cpu_count(), "hostname": platform.node(), "vitbench_version": __version__,
+        "started_at": now_iso(),
+    }
+    if hasattr(os, "getloadavg"):
+        # Other work on the machine skews timings; the report shows this next to measured rows.
+        env["load_average_1m"] = round(os.getloadavg()[0], 2)
+    if measured_devices:
+        from vitbench.measure.env import environment as device_environment
+
+        env["devices"] = {d: device_environment(d) for d in measured_devices}
+    for var in ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID"):
+        if os.environ.get(var):
+            env[var.lower()] = os.environ[var]
+    return env
+
+
+__all__ = ["execute", "preview", "Preview", "SweepResult", "SweepInterrupted", "LargeGridError", "resolve_plan", "sweep_meta", "CONFIRM_ABOVE"]

@@ -1,0 +1,447 @@
+"""The results store: append-only JSON Lines, one checksummed record per completed configuration.
+
+A store is a directory::
+
+    rows.jsonl       one JSON object per line, one line per completed configuration, appended
+                     and fsynced before the next configuration starts; its last member is
+                     "_crc32": the CRC-32 (8 hex digits) of the line's text without that member
+    sweep.json       the sweep's definition: its fingerprint, name, grid size, shard, the
+                     environment (replaced atomically: temporary file, fsync, rename)
+    results.csv      exports, written at the end of a sweep, on interruption and by
+    results.parquet  `vitbench merge` (CSV always; Parquet with --export csv,parquet)
+    .lock            flock-ed (holding the writer's pid) while a sweep writes
+
+Why JSON Lines and not SQLite: appending one line and fsyncing it costs the same at row 10 and
+row 10^6 (no file is rewritten per row); a record is text whose integers are exact at any size
+(MACs above 2^53 included) and whose lists (raw samples per run) need no schema; a torn or
+damaged record is one line, found by its checksum and skipped without losing its neighbours
+(SQLite keeps no per-row checksum); and pandas and DuckDB read it with no vitbench and no
+database driver::
+
+    pandas.read_json("DIR/rows.jsonl", lines=True, dtype_backend="pyarrow")
+    duckdb.sql("SELECT * FROM read_json_auto('DIR/rows.jsonl')")
+
+Reading (:func:`read_store`) keeps, for each configuration id, the last record whose checksum
+holds. On resume, a damaged record (flipped byte, torn last line) is reported, moved to
+``rows.damaged.jsonl`` and its configuration runs again. The fingerprint in ``sweep.json``
+makes resuming with a different sweep definition a one-line error (``--allow-foreign``
+overrides). Every file-system failure (disk full, read-only, unwritable, a path that is not
+UTF-8) is a one-line :class:`StoreError` (exit code 2) saying how many rows are saved.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from vitbench.errors import InputFileError, VitbenchError
+from vitbench.results import Records
+from vitbench.sweeps.jsonl import CRC_KEY, decode_record, encode_record, fsync_dir, scan, write_all, write_atomic
+
+FORMAT = "vitbench-store"
+SCHEMA_VERSION = 2
+ROWS_NAME = "rows.jsonl"
+DAMAGED_NAME = "rows.damaged.jsonl"
+DEFINITION_NAME = "sweep.json"
+CSV_NAME = "results.csv"
+PARQUET_NAME = "results.parquet"
+LEGACY_SIDECAR = "results.json"
+LOCK_NAME = ".lock"
+
+
+class StoreError(InputFileError):
+    """A results store that cannot be opened, read or written as asked (exit code 2)."""
+
+
+class StoreBusyError(VitbenchError):
+    exit_code = 2
+
+
+def now_iso() -> str:
+    """UTC time with microseconds: distinct for rows written in quick succession."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def fs_error(action: str, path: Path, exc: OSError, saved: int | None, directory: Path) -> StoreError:
+    reason = exc.strerror or exc.__class__.__name__
+    hint = {errno.ENOSPC: "free some space", errno.EDQUOT: "free some space", errno.EROFS: "use a writable --out"}.get(exc.errno or 0, "fix the path")
+    if saved is None:
+        return StoreError(f"out={str(directory)!r}: cannot {action} {path.name} ({reason}); nothing was run")
+    return StoreError(
+        f"out={str(directory)!r}: cannot {action} {path.name} ({reason}): {saved} rows are saved; {hint} and rerun with --resume"
+    )
+
+
+def check_path(directory: str | os.PathLike) -> Path:
+    """``directory`` as a Path, refused when its name is not valid UTF-8 (it could not be
+    written into the store's files or shown in a message)."""
+    text = os.fspath(directory)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise StoreError(f"out={text!r}: the path is not valid UTF-8; choose a UTF-8 name") from None
+    return Path(text)
+
+
+def _shard_text(meta: dict[str, Any]) -> str:
+    count = meta.get("shard_count")
+    return "the whole grid" if count is None else f"shard {meta.get('shard_index')}/{count}"
+
+
+# --- the writer --------------------------------------------------------------------------------
+class Store:
+    """An open store: :meth:`add` appends one record and returns once it is on disk.
+
+    The methods ``_append``, ``_sync``, ``_replace``, ``_recover``, ``_check_definition`` and
+    ``decode`` are the store's safety mechanisms (the fault tests replace each with a broken one
+    and check that the tests notice)."""
+
+    decode = staticmethod(decode_record)
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.statuses: dict[str, str] = {}  # id -> status of its last valid record
+        self.problems: list[str] = []
+        self.info: dict[str, Any] = {}
+        self._fd: int | None = None
+        self._size = 0
+        self._lock: Any = None
+
+    rows_path = property(lambda self: self.directory / ROWS_NAME)
+    definition_path = property(lambda self: self.directory / DEFINITION_NAME)
+
+    @property
+    def saved(self) -> int:
+        return len(self.statuses)
+
+    # -- opening ------------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls, directory: str | os.PathLike, *, sweep: dict[str, Any] | None = None, resume: bool = False,
+        force: bool = False, allow_foreign: bool = False, lock: bool = True,
+    ) -> Store:
+        """Open ``directory`` for appending, creating it. ``sweep`` (its ``fingerprint``, name,
+        grid size...) is written to sweep.json. A store holding rows is refused unless
+        ``resume`` (keep them; the fingerprint must match unless ``allow_foreign``) or ``force``
+        (start over). Every path check happens here, before any configuration runs."""
+        directory = check_path(directory)
+        if directory.exists() and not directory.is_dir():
+            raise StoreError(f"out={str(directory)!r}: exists and is not a directory")
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise fs_error("create", directory, exc, None, directory) from None
+        store = cls(directory)
+        try:
+            if lock:
+                store._acquire()
+            store._load(sweep or {}, resume=resume, force=force, allow_foreign=allow_foreign)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def _load(self, sweep: dict[str, Any], *, resume: bool, force: bool, allow_foreign: bool) -> None:
+        lines, damaged = 0, []
+        if self.rows_path.is_file():
+            for number, _, raw, row in scan(self.rows_path, self.decode):
+                lines += 1
+                if row is None or "id" not in row:
+                    damaged.append((number, raw))
+                else:
+                    self.statuses[str(row["id"])] = str(row.get("status", ""))
+        if not lines and (self.directory / CSV_NAME).exists() and not self.definition_path.exists() and not force:
+            raise StoreError(
+                f"out={str(self.directory)!r}: holds a results.csv from an earlier vitbench (no {ROWS_NAME}); "
+                "use another --out, or --force to start over"
+            )
+        if lines and not (resume or force):
+            raise StoreError(
+                f"out={str(self.directory)!r}: already holds {lines} result rows; "
+                "pass --resume to continue that sweep or --force to start over"
+            )
+        previous = read_definition(self.directory) if resume else {}
+        if force:
+            for name in (ROWS_NAME, DAMAGED_NAME, CSV_NAME, PARQUET_NAME, LEGACY_SIDECAR, DEFINITION_NAME):
+                with contextlib.suppress(FileNotFoundError):
+                    (self.directory / name).unlink()
+            self.statuses, damaged = {}, []
+        elif lines and sweep.get("fingerprint") and not allow_foreign:
+            self._check_definition(previous, sweep)
+        if damaged:
+            self._recover([raw for _, raw in damaged])
+            numbers = ", ".join(str(n) for n, _ in damaged[:10]) + (" ..." if len(damaged) > 10 else "")
+            self.problems.append(
+                f"{len(damaged)} damaged record(s) in {ROWS_NAME} (line {numbers}: checksum mismatch or torn write) "
+                f"moved to {DAMAGED_NAME}; their configurations run again"
+            )
+        self.info = self._definition(previous, sweep)
+        self._replace(self.definition_path, (json.dumps(self.info, indent=1, sort_keys=True, default=str) + "\n").encode())
+        self._open_rows()
+        for tmp in self.directory.glob(".*.tmp"):  # left by a kill between write and rename
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+    def _check_definition(self, previous: dict[str, Any], sweep: dict[str, Any]) -> None:
+        known = previous.get("fingerprints") or [previous.get("fingerprint")]
+        if sweep["fingerprint"] not in known:
+            name = (previous.get("sweep") or {}).get("name", "?")
+            raise StoreError(
+                f"out={str(self.directory)!r}: holds rows of another sweep definition ({name}, fingerprint "
+                f"{previous.get('fingerprint') or 'none recorded'}; this one is {sweep['fingerprint']}): use another --out, "
+                "--force to start over, or --allow-foreign to add to it anyway"
+            )
+        held, given = _shard_text(previous.get("sweep") or {}), _shard_text(sweep)
+        if held != given:
+            raise StoreError(
+                f"out={str(self.directory)!r}: holds {held} of this sweep, not {given}: "
+                "give each shard its own --out (or --allow-foreign to add to it anyway)"
+            )
+
+    def _definition(self, previous: dict[str, Any], sweep: dict[str, Any]) -> dict[str, Any]:
+        fingerprints = list(previous.get("fingerprints") or [])
+        if sweep.get("fingerprint") and sweep["fingerprint"] not in fingerprints:
+            fingerprints.append(sweep["fingerprint"])
+        meta = {k: v for k, v in sweep.items() if k not in ("fingerprint", "environment")}
+        return {
+            "format": FORMAT, "schema_version": SCHEMA_VERSION,
+            "comment": f"vitbench results store: {ROWS_NAME} holds one checksummed JSON record per configuration",
+            "fingerprint": sweep.get("fingerprint") or previous.get("fingerprint"),
+            "fingerprints": fingerprints,
+            "sweep": meta or previous.get("sweep") or {},
+            "environment": previous.get("environment") or sweep.get("environment") or {},
+            "created_at": previous.get("created_at") or now_iso(),
+            "updated_at": now_iso(),
+        }
+
+    def _open_rows(self) -> None:
+        created = not self.rows_path.exists()
+        try:
+            self._fd = os.open(self.rows_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self._size = os.fstat(self._fd).st_size
+        except OSError as exc:
+            raise fs_error("open", self.rows_path, exc, None, self.directory) from None
+        if created:
+            fsync_dir(self.directory)
+
+    def _acquire(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock
+            return
+        path = self.directory / LOCK_NAME
+        for _ in range(3):
+            try:
+                handle = open(path, "a+")  # noqa: SIM115 - held until close()
+            except OSError as exc:
+                raise fs_error("create", path, exc, None, self.directory) from None
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                handle.close()
+                raise StoreBusyError(
+                    f"out={str(self.directory)!r}: another vitbench sweep is writing this directory "
+                    "(give each shard its own --out)"
+                ) from None
+            try:  # the previous holder removes the file on close: ours must still be the one there
+                same = os.fstat(handle.fileno()).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                with contextlib.suppress(OSError):
+                    handle.truncate(0)
+                    handle.write(f"{os.getpid()}\n")
+                    handle.flush()
+                self._lock = handle
+                return
+            handle.close()
+        raise StoreBusyError(f"out={str(self.directory)!r}: could not lock the directory (busy)")
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.directory / LOCK_NAME)  # while still holding it: no stray file left
+            with contextlib.suppress(OSError):
+                self._lock.close()
+            self._lock = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing ------------------------------------------------------------------------------
+    def add(self, row: dict[str, Any]) -> None:
+        """Append one completed row (it must have an ``id``); durable when this returns."""
+        if self._fd is None:
+            raise StoreError(f"out={str(self.directory)!r}: the store is closed")
+        data = encode_record(row)
+        try:
+            self._append(self._fd, data)
+            self._sync(self._fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):  # drop a partial line, if any
+                os.ftruncate(self._fd, self._size)
+            raise fs_error("append to", self.rows_path, exc, self.saved, self.directory) from None
+        self._size += len(data)
+        self.statuses[str(row["id"])] = str(row.get("status", ""))
+
+    def add_many(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Append several rows with one fsync (merging stores)."""
+        if not rows:
+            return
+        data = b"".join(encode_record(r) for r in rows)
+        try:
+            self._append(self._fd, data)
+            self._sync(self._fd)
+        except OSError as exc:
+            raise fs_error("append to", self.rows_path, exc, self.saved, self.directory) from None
+        self._size += len(data)
+        for row in rows:
+            self.statuses[str(row["id"])] = str(row.get("status", ""))
+
+    def _append(self, fd: int, data: bytes) -> None:
+        write_all(fd, data)
+
+    def _sync(self, fd: int) -> None:
+        os.fsync(fd)
+
+    def _replace(self, path: Path, data: bytes) -> None:
+        try:
+            write_atomic(path, data)
+        except OSError as exc:
+            raise fs_error("write", path, exc, self.saved, self.directory) from None
+
+    def _recover(self, damaged: list[bytes]) -> None:
+        """Set damaged lines aside (appended to rows.damaged.jsonl) and rewrite rows.jsonl with
+        the good ones (atomically): the only time the store rewrites its rows."""
+        good = b"".join(raw for _, _, raw, row in scan(self.rows_path, self.decode) if row is not None and "id" in row)
+        try:
+            with open(self.directory / DAMAGED_NAME, "ab") as handle:
+                handle.write(b"".join(d if d.endswith(b"\n") else d + b"\n" for d in damaged))
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            raise fs_error("write", self.directory / DAMAGED_NAME, exc, self.saved, self.directory) from None
+        self._replace(self.rows_path, good)
+
+
+# --- reading -------------------------------------------------------------------------------------
+def read_definition(directory: Path) -> dict[str, Any]:
+    path = directory / DEFINITION_NAME
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"file={str(path)!r}: not a readable store definition ({exc.__class__.__name__})") from None
+    if not isinstance(data, dict):
+        raise StoreError(f"file={str(path)!r}: not a store definition (top level is not an object)")
+    version = data.get("schema_version", SCHEMA_VERSION)
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise StoreError(
+            f"file={str(path)!r}: schema_version {version} is newer than this vitbench reads ({SCHEMA_VERSION}); upgrade vitbench"
+        )
+    return data
+
+
+def is_store(path: str | os.PathLike) -> bool:
+    path = Path(path)
+    return path.is_dir() and ((path / ROWS_NAME).exists() or (path / DEFINITION_NAME).exists() or (path / CSV_NAME).exists())
+
+
+def latest_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The last valid record of each id, in grid order (index, then id), each with every column
+    of the store (None where a row has none, as in the CSV), and the problems found."""
+    kept: dict[str, dict[str, Any]] = {}
+    columns: dict[str, None] = {}
+    damaged = []
+    for number, _, _, row in scan(path):
+        if row is None or "id" not in row:
+            damaged.append(number)
+            continue
+        row.pop(CRC_KEY, None)
+        columns.update(dict.fromkeys(row))
+        key = str(row["id"])
+        kept.pop(key, None)
+        kept[key] = row
+    problems = [f"{path}: {len(damaged)} damaged record(s) skipped (line {', '.join(map(str, damaged[:10]))})"] if damaged else []
+    rows = [{c: row.get(c) for c in columns} for row in sorted(kept.values(), key=_order)]
+    return rows, problems
+
+
+def stored_ids(directory: str | os.PathLike) -> set[str]:
+    """The ids of the valid records in a store (what a reader finds on disk now)."""
+    path = Path(directory) / ROWS_NAME
+    if not path.exists():
+        return set()
+    return {str(row["id"]) for _, _, _, row in scan(path) if row is not None and "id" in row}
+
+
+def _order(row: dict[str, Any]) -> tuple:
+    index = row.get("index")
+    return (index if isinstance(index, int) and not isinstance(index, bool) else 1 << 62, str(row.get("id", "")))
+
+
+def read_store(path: str | os.PathLike) -> tuple[Records, dict[str, Any]]:
+    """Typed records (exact integers, lists) and metadata of a store directory: its
+    ``sweep.json`` (``schema_version``, ``sweep``, ``environment``, ``fingerprint``) plus
+    ``problems`` (damaged records skipped). Also reads an earlier vitbench's store
+    (results.csv + results.json), attaching its raw samples."""
+    path = Path(path)
+    if path.is_file() and path.name == ROWS_NAME:
+        path = path.parent
+    if not path.is_dir():
+        raise StoreError(f"results={str(path)!r}: no such results store")
+    info = read_definition(path)
+    if (path / ROWS_NAME).exists():
+        try:
+            rows, problems = latest_rows(path / ROWS_NAME)
+        except OSError as exc:
+            raise StoreError(f"results={str(path)!r}: cannot read {ROWS_NAME} ({exc.strerror})") from None
+        return Records(rows), {**info, "problems": problems}
+    if (path / CSV_NAME).exists():
+        return _read_legacy(path)
+    raise StoreError(f"results={str(path)!r}: no results store here (no {ROWS_NAME} or {CSV_NAME})")
+
+
+def _read_legacy(path: Path) -> tuple[Records, dict[str, Any]]:
+    from vitbench.results import read_csv_records
+
+    records = read_csv_records(path / CSV_NAME)
+    sidecar: dict[str, Any] = {}
+    if (path / LEGACY_SIDECAR).exists():
+        try:
+            sidecar = json.loads((path / LEGACY_SIDECAR).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"file={str(path / LEGACY_SIDECAR)!r}: not a readable results JSON ({exc.__class__.__name__})") from None
+        version = sidecar.get("schema_version", 1)
+        if isinstance(version, int) and version > SCHEMA_VERSION:
+            raise StoreError(f"file={str(path / LEGACY_SIDECAR)!r}: schema_version {version} is newer than this vitbench reads; upgrade vitbench")
+    samples = sidecar.get("samples_s") or {}
+    for record in records:
+        if str(record.get("id")) in samples:
+            record["samples_s"] = samples[str(record.get("id"))]
+    return records, {**{k: v for k, v in sidecar.items() if k != "samples_s"}, "problems": []}
+
+
+def store_info(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The definition of the store at ``path`` (sweep.json) without reading its rows; None when
+    there is no store there."""
+    path = Path(path)
+    return read_definition(path) if (path / DEFINITION_NAME).exists() else None
+
+
+__all__ = ["fs_error", "Store", "StoreError", "StoreBusyError", "read_store", "store_info", "is_store", "now_iso", "check_path"]
