@@ -90,7 +90,7 @@ def test_spec_round_trip_and_key():
     assert spec_key(a) != spec_key(resolve("vit-b/16", img_size=384))
     assert hash(a) == hash(resolve("vit-b/16"))
     with pytest.raises(SpecError, match="kind"):
-        spec_from_dict({"kind": "swin"})
+        spec_from_dict({"kind": "transformer-xl"})
     with pytest.raises(SpecError, match="bogus"):
         spec_from_dict({"kind": "vit", "bogus": 1})
 

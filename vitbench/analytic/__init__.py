@@ -5,8 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from vitbench.analytic import cnn, vit
+from types import ModuleType
+
+from vitbench.analytic import cnn, convnext, swin, vit
 from vitbench.specs import ModelSpec, ViTSpec
+
+#: The formula module of each spec kind: each has params(spec), macs_by_component(spec, batch)
+#: and elementwise_by_kind(spec, batch).
+FAMILIES: dict[str, ModuleType] = {
+    "vit": vit,
+    "resnet": cnn,
+    "plaincnn": cnn,
+    "swin": swin,
+    "convnext": convnext,
+}
 
 
 @dataclass(frozen=True)
@@ -65,9 +77,17 @@ class Complexity:
         return record
 
 
+def family(spec: ModelSpec) -> ModuleType:
+    """The formula module for ``spec``'s kind."""
+    try:
+        return FAMILIES[spec.kind]
+    except (AttributeError, KeyError):
+        raise TypeError(f"not a model spec: {spec!r}") from None
+
+
 def params(spec: ModelSpec) -> int:
     """Exact trainable parameter count."""
-    return vit.params(spec) if isinstance(spec, ViTSpec) else cnn.params(spec)
+    return family(spec).params(spec)
 
 
 def complexity(spec: ModelSpec, batch_size: int = 1) -> Complexity:
@@ -76,7 +96,7 @@ def complexity(spec: ModelSpec, batch_size: int = 1) -> Complexity:
         from vitbench.errors import SpecError
 
         raise SpecError("batch_size", batch_size, "must be a positive integer")
-    module = vit if isinstance(spec, ViTSpec) else cnn
+    module = family(spec)
     components = module.macs_by_component(spec, batch_size)
     return Complexity(
         spec=spec,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Union
 
 from vitbench.specs.cnn import RESNET_BLOCKS, RESNET_STEMS, PlainCNNSpec, ResNetSpec
+from vitbench.specs.convnext import ConvNeXtSpec
+from vitbench.specs.swin import SWIN_VERSIONS, SwinSpec
 from vitbench.specs.text import (
     format_overrides,
     format_value,
@@ -26,13 +28,18 @@ from vitbench.specs.text import (
 )
 from vitbench.specs.vit import ATTENTIONS, PATCH_EMBEDS, POOLINGS, POS_EMBEDS, ViTSpec
 
-ModelSpec = Union[ViTSpec, ResNetSpec, PlainCNNSpec]
-SPEC_TYPES: dict[str, type] = {cls.kind: cls for cls in (ViTSpec, ResNetSpec, PlainCNNSpec)}
+ModelSpec = Union[ViTSpec, ResNetSpec, PlainCNNSpec, SwinSpec, ConvNeXtSpec]
+SPEC_TYPES: dict[str, type] = {
+    cls.kind: cls for cls in (ViTSpec, ResNetSpec, PlainCNNSpec, SwinSpec, ConvNeXtSpec)
+}
 
 __all__ = [
     "ViTSpec",
     "ResNetSpec",
     "PlainCNNSpec",
+    "SwinSpec",
+    "ConvNeXtSpec",
+    "SWIN_VERSIONS",
     "ModelSpec",
     "SPEC_TYPES",
     "ATTENTIONS",
