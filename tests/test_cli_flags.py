@@ -101,3 +101,36 @@ def test_parsing_helpers():
     ]
     # a tuple is one value (an H x W size), never alternatives
     assert override_combinations({"img_size": (224, 320)}) == [{"img_size": (224, 320)}]
+
+
+# Spec keys recorded by vitbench 0.1.0 (commit f91cf56, before the ViT spec grew new fields):
+# a baseline written then must still match the same model now.
+KEYS_RECORDED_BY_0_1_0 = {
+    "vit-b/16": '{"attention":"sdpa","attn_dropout":0.0,"depth":12,"dropout":0.0,"embed_dim":768,"final_norm":true,"img_size":[224,224],"in_chans":3,"kind":"vit","mlp_hidden_dim":null,"mlp_ratio":4.0,"norms_per_block":2,"num_classes":1000,"num_heads":12,"patch_embed":"conv","patch_size":16,"pool":"cls","pos_embed":"learned-1d","pos_embed_len":null,"qkv_bias":true}',
+    "resnet50": '{"block":"bottleneck","img_size":[224,224],"in_chans":3,"kind":"resnet","layers":[3,4,6,3],"num_classes":1000,"stem":"imagenet","stem_width":64,"widths":[64,128,256,512]}',
+    "slides-cnn": '{"batchnorm":true,"fc_dims":[1024,512],"img_size":[32,32],"in_chans":3,"kind":"plaincnn","num_classes":10,"stages":[[32,64],[128,128],[256,256]]}',
+    "mnist-vit": '{"attention":"sdpa","attn_dropout":0.0,"depth":3,"dropout":0.1,"embed_dim":64,"final_norm":true,"img_size":[28,28],"in_chans":1,"kind":"vit","mlp_hidden_dim":128,"mlp_ratio":4.0,"norms_per_block":1,"num_classes":10,"num_heads":4,"patch_embed":"linear","patch_size":4,"pool":"cls","pos_embed":"learned-1d","pos_embed_len":65,"qkv_bias":true}',
+}
+
+
+@pytest.mark.parametrize("name", sorted(KEYS_RECORDED_BY_0_1_0))
+def test_spec_keys_recorded_by_earlier_versions_still_match(name):
+    from vitbench.presets import resolve
+    from vitbench.specs import spec_key
+
+    assert spec_key(resolve(name)) == KEYS_RECORDED_BY_0_1_0[name]
+
+
+def test_a_new_field_at_a_non_default_value_changes_the_key():
+    from vitbench.presets import resolve
+    from vitbench.specs import spec_key
+
+    base = resolve("vit-b/16")
+    assert spec_key(resolve("vit-b/16", reg_tokens=4)) != spec_key(base)
+    assert '"reg_tokens":4' in spec_key(resolve("vit-b/16", reg_tokens=4))
+
+
+def test_optional_booleans_parse_from_text():
+    assert parse_field_value(ViTSpec, "class_token", "true") is True
+    assert parse_field_value(ViTSpec, "class_token", "false") is False
+    assert parse_field_value(ViTSpec, "class_token", "none") is None

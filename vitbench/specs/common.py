@@ -16,6 +16,12 @@ def positive(name: str, value: Any) -> None:
         raise SpecError(name, value, "must be a positive integer")
 
 
+def non_negative(name: str, value: Any) -> None:
+    """A count that may be zero (classes: 0 = no head; register tokens)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SpecError(name, value, "must be a non-negative integer")
+
+
 def choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise SpecError(name, value, f"must be one of {', '.join(choices)}")

@@ -6,8 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from vitbench.errors import SpecError
-from vitbench.specs.vit import non_negative
-from vitbench.specs.common import boolean, image_size, int_tuple, positive, positive_number
+from vitbench.specs.common import boolean, image_size, int_tuple, non_negative, positive, positive_number
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from vitbench.errors import SpecError
-from vitbench.specs.vit import non_negative
-from vitbench.specs.common import boolean, image_size, int_tuple, positive, positive_number
+from vitbench.specs.common import boolean, image_size, int_tuple, non_negative, positive, positive_number
 
 SWIN_VERSIONS = (1, 2)
 #: Hidden width of Swin v2's continuous position bias MLP (2 -> 512 -> heads), fixed in the paper,

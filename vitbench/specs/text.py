@@ -72,7 +72,9 @@ def parse_field_value(spec_type: type, name: str, value: Any) -> Any:
     annotation = str(known[name].type)
     if name == "img_size":
         return parse_image_size(text)
-    if annotation == "bool":
+    if annotation in ("bool", "bool | None"):
+        if annotation.endswith("None") and text.lower() in ("none", "auto", ""):
+            return None
         return parse_bool(name, text)
     try:
         if name == "stages":
@@ -164,10 +166,30 @@ def spec_from_dict(data: dict[str, Any]) -> Any:
     return spec_type(**data)
 
 
+#: The fields each kind had when spec keys were first recorded (results schema 1). A spec key
+#: always lists these; a field added since appears only when it differs from its default, so a
+#: key recorded by an earlier vitbench (a CI baseline, say) still matches the same model.
+KEYED_SINCE_SCHEMA_1 = {
+    "vit": (
+        "img_size", "patch_size", "in_chans", "embed_dim", "depth", "num_heads", "mlp_ratio",
+        "mlp_hidden_dim", "num_classes", "pool", "pos_embed", "pos_embed_len", "qkv_bias",
+        "patch_embed", "final_norm", "norms_per_block", "dropout", "attn_dropout", "attention",
+    ),
+    "resnet": ("img_size", "in_chans", "num_classes", "block", "layers", "widths", "stem", "stem_width"),
+    "plaincnn": ("img_size", "in_chans", "num_classes", "stages", "fc_dims", "batchnorm"),
+}
+
+
 def spec_key(spec: Any) -> str:
-    """A stable string identity of the configuration (the name excluded), for result matching."""
+    """A stable string identity of the configuration (the name excluded), for result matching:
+    the JSON of its fields, minus fields added after schema 1 that hold their default value."""
     data = spec_to_dict(spec)
     data.pop("name")
+    always = KEYED_SINCE_SCHEMA_1.get(spec.kind)
+    if always is not None:
+        for f in fields(spec):
+            if f.name in data and f.name not in always and getattr(spec, f.name) == f.default:
+                del data[f.name]
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 

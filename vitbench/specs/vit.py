@@ -10,16 +10,11 @@ from vitbench.specs.common import (
     boolean,
     choice,
     image_size,
+    non_negative,
     positive,
     positive_number,
     probability,
 )
-
-def non_negative(name: str, value: object) -> None:
-    """A count that may be zero (classes: 0 = no head; register tokens)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise SpecError(name, value, "must be a non-negative integer")
-
 
 #: ``cls``: the class token; ``mean``: the mean of the patch tokens (prefix tokens excluded, as
 #: timm's 'avg'); ``none``: no pooling (the head, if any, applies to every token); ``map``:
