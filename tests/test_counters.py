@@ -8,7 +8,14 @@ from vitbench.counters.validate import default_resolutions, validate
 from vitbench.presets import list_presets, resolve
 
 
-@pytest.mark.parametrize("preset", [p.name for p in list_presets()])
+#: one preset per family in the default run; every preset under -m slow
+DEFAULT_PRESETS = {"vit-ti/16", "resnet18", "slides-cnn"}
+
+
+@pytest.mark.parametrize(
+    "preset",
+    [pytest.param(p.name, marks=() if p.name in DEFAULT_PRESETS else (pytest.mark.slow,)) for p in list_presets()],
+)
 def test_every_preset_agrees_at_three_resolutions(preset):
     records = validate([preset], batch_sizes=(1,))
     assert len(records) >= 3
@@ -60,7 +67,10 @@ def test_fused_and_explicit_attention_count_the_same(attention):
     assert counted["fvcore_activations"] == count(resolve("ablation-vit"), counters=("fvcore",))["fvcore_activations"]
 
 
-@pytest.mark.parametrize("name, preset", [("vit_b_16", "vit-b/16"), ("vit_l_32", "vit-l/32"), ("resnet50", "resnet50")])
+@pytest.mark.parametrize(
+    "name, preset",
+    [("vit_b_16", "vit-b/16"), pytest.param("vit_l_32", "vit-l/32", marks=pytest.mark.slow), ("resnet50", "resnet50")],
+)
 def test_torchvision_models_built_by_torchvision(name, preset):
     result = count_detailed(f"torchvision:{name}", activations=False)
     expected = complexity(resolve(preset)).macs

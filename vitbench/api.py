@@ -6,58 +6,90 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from vitbench.errors import SpecError
-from vitbench.presets import get_preset
+from vitbench.models.target import Target, is_module
 from vitbench.results import Records
 from vitbench.settings import COUNT_METHODS as COUNTERS
-from vitbench.specs import ModelSpec, override_combinations, spec_fields, with_overrides
 
 
 def resolve_models(
-    models: Iterable[str | ModelSpec], overrides: dict[str, Any] | None = None
-) -> list[ModelSpec]:
-    """Preset names or specs -> specs, with overrides applied to every model that has the field.
-    An override given as a ``list`` holds alternatives: one spec per combination, per model.
+    models: Iterable[Any], overrides: dict[str, Any] | None = None, *, input_size: Any = None
+) -> list[Target]:
+    """Models -> :class:`~vitbench.models.target.Target` objects, the one resolution every command
+    uses: preset names, references (``torchvision:swin_t``, ``timm:convnext_tiny``, ``hf:dinov2``,
+    ``py:pkg.mod:factory``, with ``+key=value`` keyword arguments), specs or live ``nn.Module`` objects
+    (``input_size=(C, H, W)`` when the module does not say). Overrides apply to every model that
+    has the field; a ``list`` holds alternatives (one Target per combination, per model); a field
+    that none of the models has is an error. ``target.spec`` is the analytic spec or None
+    (``target.analytic_note`` says why); ``vitbench.models.build_model(target)`` builds it."""
+    from vitbench.models.references import resolve_all
 
-    A field that none of the models has is an error (it would otherwise be silently ignored)."""
-    overrides = dict(overrides or {})
-    specs = []
-    for model in models:
-        base = get_preset(model).spec if isinstance(model, str) else model
-        applicable = {k: v for k, v in overrides.items() if k in spec_fields(type(base))}
-        for combination in override_combinations(applicable):
-            specs.append(with_overrides(base, **combination))
-    for name, value in overrides.items():
-        if not any(name in spec_fields(type(s)) for s in specs):
-            kinds = sorted({s.kind for s in specs})
-            shown = ",".join(map(str, value)) if isinstance(value, list) else value
-            raise SpecError(name, shown, f"unknown field for {'/'.join(kinds)} models")
-    return specs
+    return resolve_all(models, overrides, input_size=input_size)
 
 
 def analyze(
-    models: Iterable[str | ModelSpec] | str | ModelSpec,
+    models: Any,
     *,
     batch_size: int = 1,
     counters: Sequence[str] = ("analytic",),
+    input_size: Any = None,
     **overrides: Any,
 ) -> Records:
-    """Parameters and MACs of each model: analytic always, plus traced counters on request.
+    """Parameters and MACs of each model: analytic where a formula exists, counted otherwise.
+
+    Presets and specs: the analytic figures, plus traced counters on request. References and
+    live modules: also always ``module_params`` (counted from the built module) and
+    ``dispatch_macs`` (the dispatch counter on meta); when no formula covers the model, the
+    analytic columns are empty and ``analytic_note`` says why.
 
     >>> analyze("vit-b/16", img_size=384).to_frame()  # doctest: +SKIP
+    >>> analyze(torchvision.models.resnet50(), input_size=(3, 224, 224))  # doctest: +SKIP
     """
-    if isinstance(models, (str,)) or not isinstance(models, Iterable):
+    if isinstance(models, str) or not isinstance(models, Iterable) or is_module(models):
         models = [models]
+    counters = [counters] if isinstance(counters, str) else list(counters)
     unknown = [c for c in counters if c not in COUNTERS]
     if unknown:
         raise SpecError("counters", ",".join(unknown), f"must be among {', '.join(COUNTERS)}")
-    from vitbench.analytic import complexity
+    from vitbench.counters import count_record
 
     records = Records()
-    for spec in resolve_models(models, overrides):
-        record = complexity(spec, batch_size).as_record()
-        if any(c != "analytic" for c in counters):
-            from vitbench.counters import count_record
-
-            record.update(count_record(spec, batch_size, [c for c in counters if c != "analytic"], record))
+    for target in resolve_models(models, overrides, input_size=input_size):
+        record = _analytic_record(target, batch_size)
+        traced = [c for c in counters if c != "analytic"]
+        if target.source not in ("preset", "spec") and "dispatch" not in traced:
+            traced.append("dispatch")  # the counted answer for any model
+        if traced:
+            record.update(count_record(target, batch_size, traced, record))
+        if target.analytic_note:
+            record["analytic_note"] = target.analytic_note
+        if target.overrides:
+            record["overrides"] = target.overrides_text
         records.append(record)
     return records
+
+
+def _analytic_record(target: Target, batch_size: int) -> dict[str, Any]:
+    """The analytic figures, or the identity columns with empty analytic ones."""
+    from vitbench.analytic import complexity
+
+    if target.spec is not None:
+        record = complexity(target.spec, batch_size).as_record()
+        record["model"] = target.name
+    else:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise SpecError("batch_size", batch_size, "must be a positive integer")
+        height, width = target.img_size
+        record = {
+            "model": target.name,
+            "kind": target.kind,
+            "img_size": height if height == width else f"{height}x{width}",
+            "patch_size": None,
+            "tokens": None,
+            "batch_size": batch_size,
+            "params": None,
+            "macs": None,
+            "flops": None,
+            "attn_matmul_share": None,
+            "elementwise_ops": None,
+        }
+    return {"model": record.pop("model"), "source": target.source, **record}

@@ -50,8 +50,8 @@ def run(args) -> int:
         columns = list(TABLE_COLUMNS)
         if args.components:
             columns += list(dict.fromkeys(k for r in records for k in r if k.startswith("macs_")))
-        if counters != ["analytic"]:
-            columns += [c for c in COUNTER_COLUMNS + ["fvcore_flops", "fvcore_activations"] if any(c in r for r in records)]
+        counted = ["module_params", *COUNTER_COLUMNS, "fvcore_flops", "fvcore_activations", "analytic_note", "overrides"]
+        columns += [c for c in counted if any(r.get(c) is not None for r in records)]
     emit(args, records, columns)
     if args.module_table is not None:
         import sys
@@ -59,10 +59,10 @@ def run(args) -> int:
         from vitbench.api import resolve_models
         from vitbench.counters import count_detailed
 
-        for spec in resolve_models(args.models, overrides_from(args)):
-            counted = count_detailed(spec, args.batch_size, ("fvcore",), table_depth=args.module_table)
+        for target in resolve_models(args.models, overrides_from(args)):
+            counted = count_detailed(target, args.batch_size, ("fvcore",), table_depth=args.module_table)
             # fvcore's "#flops" column counts multiply-accumulates (fvcore calls a MAC a flop)
             # plus LayerNorm/BatchNorm at 4-5 per element.
             table = counted.fvcore_table.replace("#flops", "#fvcore flops (MACs + norms)")
-            sys.stdout.write(f"\n{spec.name}: fvcore per-module table (fvcore counts one MAC as one 'flop')\n{table}\n")
+            sys.stdout.write(f"\n{target.label}: fvcore per-module table (fvcore counts one MAC as one 'flop')\n{table}\n")
     return 0

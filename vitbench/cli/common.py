@@ -50,7 +50,9 @@ def add_override_arguments(parser: argparse.ArgumentParser, title: str, dest_pre
 
 def add_model_arguments(parser: argparse.ArgumentParser, nargs: str = "+") -> None:
     parser.add_argument(
-        "models", nargs=nargs, metavar="MODEL", help="preset names (see `vitbench models`)"
+        "models", nargs=nargs, metavar="MODEL",
+        help="presets (see `vitbench models`) or references: torchvision:NAME, timm:NAME, hf:ARCH, "
+        "py:package.module:factory; keyword arguments as NAME+key=value (e.g. timm:convnext_tiny+drop_path_rate=0.1)",
     )
     add_override_arguments(parser, "spec overrides", "override_")
 

@@ -1,4 +1,5 @@
-"""`vitbench validate`: do analytic, fvcore and dispatch MACs agree? Exit 1 if not."""
+"""`vitbench validate`: do analytic and counted parameters and MACs (fvcore, dispatch) agree?
+Exit 1 if not."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ from vitbench.cli.common import add_format_argument, emit, positive_int
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "validate",
-        help="check analytic == fvcore == dispatch MACs over presets, resolutions, batch sizes",
-        description="Counts every preset (or the given models; torchvision:NAME and timm:NAME "
-        "build reference models with their own library) at several resolutions and batch sizes "
-        "with both tracers and compares with the formulas, exactly. Prints the disagreements "
-        "(or every row with --all); exits 1 on any disagreement, 0 when everything agrees.",
+        help="check analytic == counted params and MACs (fvcore, dispatch) over models, resolutions, batch sizes",
+        description="Counts every preset (or the given models: presets or references such as "
+        "torchvision:swin_t, timm:convnext_tiny, hf:vit, py:pkg.mod:factory, built by their own "
+        "library) at several resolutions and batch sizes with both tracers and compares "
+        "parameters and MACs with the formulas, exactly. A model without a formula is checked "
+        "counter against counter. Prints the disagreements (or every row with --all); exits 1 "
+        "on any disagreement, 0 when everything agrees.",
     )
     parser.add_argument("models", nargs="*", metavar="MODEL", help="presets or references (default: every preset)")
-    parser.add_argument("--img-size", dest="resolutions", help="comma-separated resolutions (default: per model)")
+    parser.add_argument("--img-size", dest="resolutions", help="comma-separated sizes, each N or HxW (default: per model)")
     parser.add_argument("--batch-sizes", default="1,2", help="comma-separated batch sizes (default 1,2)")
     parser.add_argument("--counters", default="fvcore,dispatch", help="fvcore,dispatch (default both)")
     parser.add_argument(
@@ -37,12 +40,25 @@ def _ints(text: str, flag: str) -> list[int]:
         raise UsageError(f"{flag}={text!r}: expected comma-separated positive integers") from None
 
 
+def _sizes(text: str) -> list:
+    """'224,256x320' -> [224, (256, 320)]: comma-separated sizes, each N or HxW."""
+    from vitbench.specs import split_alternatives
+    from vitbench.specs.text import parse_image_size
+
+    try:
+        return [parse_image_size(t) for t in split_alternatives(text)]
+    except ValueError as exc:  # SpecError is a ValueError too
+        from vitbench.cli import UsageError
+
+        raise UsageError(f"--img-size={text!r}: {getattr(exc, 'reason', exc)}") from None
+
+
 def run(args) -> int:
     import sys
 
     from vitbench.counters.validate import validate
 
-    resolutions = _ints(args.resolutions, "--img-size") if args.resolutions else None
+    resolutions = _sizes(args.resolutions) if args.resolutions else None
     batch_sizes = _ints(args.batch_sizes, "--batch-sizes")
     counters = [c.strip() for c in args.counters.split(",") if c.strip()]
     show_progress = not args.quiet and sys.stderr.isatty()
@@ -59,11 +75,11 @@ def run(args) -> int:
     shown = records if args.all else bad
     if args.format == "table":
         # exact integers: a one-MAC disagreement must be visible
-        shown = [{k: f"{v:,}" if k.endswith("macs") and isinstance(v, int) else v for k, v in r.items()} for r in shown]
+        shown = [{k: f"{v:,}" if k.endswith(("macs", "params")) and isinstance(v, int) else v for k, v in r.items()} for r in shown]
     if shown or args.format != "table":
         emit(args, shown if args.format == "table" else records)
     print(
-        f"{len(records) - len(bad)}/{len(records)} configurations agree (analytic == fvcore == dispatch MACs)",
+        f"{len(records) - len(bad)}/{len(records)} configurations agree (params and MACs: analytic == fvcore == dispatch)",
         file=sys.stderr,
     )
     return 1 if bad else 0

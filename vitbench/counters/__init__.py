@@ -1,11 +1,14 @@
 """Counted complexity: trace the real module and count its multiply-accumulates.
 
+Works for any model: a preset or spec, a reference (``torchvision:swin_t``, ``timm:...``,
+``hf:...``, ``py:pkg.mod:factory``) or a live ``nn.Module`` (give ``input_size``).
 Two independent counters, each extended to see fused attention kernels:
-- ``fvcore``: fvcore's JIT-trace analysis with vitbench's operator handles (runs the model once on
-  uninitialised CPU storage; fvcore cannot trace meta tensors). Gives ``fvcore_macs``,
-  ``fvcore_flops`` (fvcore's own convention, which calls a MAC a "flop" and adds norms) and
-  ``fvcore_activations``.
 - ``dispatch``: torch's FlopCounterMode on the meta device (no memory, no compute); ``dispatch_macs``.
+- ``fvcore``: fvcore's JIT-trace analysis with vitbench's operator handles. It executes the model
+  on the CPU with zero-filled weights (no initialiser runs); buffers (relative-position indices, RoPE
+  tables) hold their real values. Gives ``fvcore_macs``, ``fvcore_flops`` (fvcore's own
+  convention, which calls a MAC a "flop" and adds norms) and ``fvcore_activations``.
+Parameters are counted from the built module (``module_params``).
 """
 
 from __future__ import annotations
@@ -14,25 +17,31 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vitbench.errors import SpecError
-from vitbench.settings import COUNTERS
-from vitbench.specs import ModelSpec
+
+COUNTERS = ("fvcore", "dispatch")
 
 
 @dataclass(frozen=True)
 class CountResult:
     model: str
     batch_size: int
+    module_params: int | None = None
     fvcore_macs: int | None = None
     fvcore_flops: int | None = None
     fvcore_activations: int | None = None
     fvcore_unsupported: dict[str, int] = field(default_factory=dict, hash=False)
     fvcore_by_group: dict[str, int] = field(default_factory=dict, hash=False)
+    fvcore_by_module: dict[str, int] = field(default_factory=dict, hash=False)
     fvcore_table: str = field(default="", hash=False)
     dispatch_macs: int | None = None
     dispatch_by_group: dict[str, int] = field(default_factory=dict, hash=False)
+    dispatch_by_module: dict[str, int] = field(default_factory=dict, hash=False)  # children included
+    warnings: tuple[str, ...] = ()
 
     def as_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {}
+        if self.module_params is not None:
+            record["module_params"] = self.module_params
         if self.fvcore_macs is not None:
             record.update(
                 fvcore_macs=self.fvcore_macs,
@@ -42,11 +51,13 @@ class CountResult:
             )
         if self.dispatch_macs is not None:
             record["dispatch_macs"] = self.dispatch_macs
+        if self.warnings:
+            record["count_warnings"] = list(self.warnings)
         return record
 
 
-def _check_counters(counters) -> tuple[str, ...]:
-    counters = tuple(counters)
+def check_counters(counters) -> tuple[str, ...]:
+    counters = (counters,) if isinstance(counters, str) else tuple(counters)
     unknown = [c for c in counters if c not in COUNTERS]
     if unknown:
         raise SpecError("counters", ",".join(unknown), f"must be among {', '.join(COUNTERS)}")
@@ -54,69 +65,100 @@ def _check_counters(counters) -> tuple[str, ...]:
 
 
 def count_detailed(
-    model: ModelSpec | str,
+    model: Any,
     batch_size: int = 1,
     counters=COUNTERS,
     *,
     activations: bool = True,
     table_depth: int | None = None,
+    input_size: tuple[int, int, int] | None = None,
 ) -> CountResult:
-    """Count ``model`` (a spec, or a reference such as ``torchvision:vit_b_16``) for a batch."""
-    import torch
-
+    """Count ``model`` (spec, preset name, reference, Target or nn.Module) for a batch."""
     from vitbench.counters.components import counted_by_group
-    from vitbench.counters.dispatch import dispatch_count
-    from vitbench.counters.fvcore_counter import fvcore_count
-    from vitbench.models import build_model
+    from vitbench.counters.run import run_dispatch, run_fvcore
+    from vitbench.models.references import resolve
 
-    counters = _check_counters(counters)
-    if isinstance(model, str):
-        from vitbench.counters.reference import get_reference
-
-        reference = get_reference(model)
-        spec, layout, build, label = reference.spec, reference.layout, reference.build, reference.name
-    else:
-        spec, layout, label = model, "vitbench", model.name
-
-        def build():
-            return build_model(spec)
-
-    shape = (batch_size, spec.in_chans, *spec.img_size)
-    result: dict[str, Any] = {"model": label, "batch_size": batch_size}
-    with torch.device("meta"):
-        module = build().eval()  # one construction, no weight initialisation, for both counters
+    counters = check_counters(counters)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        raise SpecError("batch_size", batch_size, "must be a positive integer")
+    target = resolve(model, input_size=input_size)
+    result: dict[str, Any] = {"model": target.label, "batch_size": batch_size}
+    warnings: list[str] = []
     if "dispatch" in counters:
-        counted = dispatch_count(module, (torch.empty(shape, device="meta"),))
-        result.update(dispatch_macs=counted.macs, dispatch_by_group=counted_by_group(counted.by_module, spec, layout))
-    if "fvcore" in counters:
-        module = module.to_empty(device="cpu")  # real storage for tracing, never initialised
-        counted = fvcore_count(
-            module, (torch.zeros(shape),), activations=activations, table_depth=table_depth
-        )
+        counted, params, note = run_dispatch(target, batch_size)
         result.update(
-            fvcore_macs=counted.macs,
-            fvcore_flops=counted.flops,
-            fvcore_activations=counted.activations if activations else None,
-            fvcore_unsupported=counted.unsupported,
-            fvcore_by_group=counted_by_group(counted.by_module, spec, layout),
-            fvcore_table=counted.table,
+            module_params=params,
+            dispatch_macs=counted.macs,
+            dispatch_by_module=counted.by_module,
+            dispatch_by_group=counted_by_group(counted.by_module, target.spec),
         )
-        del module
-    return CountResult(**result)
+        warnings += [note] if note else []
+    if "fvcore" in counters:
+        counted, params, note = run_fvcore(target, batch_size, activations=activations, table_depth=table_depth)
+        warnings += [note] if note else []
+        if counted is not None:
+            result.setdefault("module_params", params)
+            result.update(
+                fvcore_macs=counted.macs,
+                fvcore_flops=counted.flops,
+                fvcore_activations=counted.activations if activations else None,
+                fvcore_unsupported=counted.unsupported,
+                fvcore_by_group=counted_by_group(counted.by_module, target.spec),
+                fvcore_by_module=counted.by_module,
+                fvcore_table=counted.table,
+            )
+    return CountResult(**result, warnings=tuple(warnings))
 
 
-def count(model: ModelSpec | str, batch_size: int = 1, counters=COUNTERS) -> dict[str, Any]:
-    """Traced counts as a flat record: fvcore_macs, fvcore_flops, fvcore_activations,
-    fvcore_unsupported, dispatch_macs (only the requested counters' columns)."""
-    return count_detailed(model, batch_size, counters).as_record()
+def count(
+    model: Any, batch_size: int = 1, counters=COUNTERS, *, input_size: tuple[int, int, int] | None = None
+) -> dict[str, Any]:
+    """Traced counts as a flat record: module_params, fvcore_macs, fvcore_flops,
+    fvcore_activations, fvcore_unsupported, dispatch_macs (only the requested counters' columns).
+
+    >>> count(torchvision.models.resnet50(), input_size=(3, 224, 224))  # doctest: +SKIP
+    """
+    return count_detailed(model, batch_size, counters, input_size=input_size).as_record()
+
+
+def module_table(
+    model: Any, depth: int = 2, batch_size: int = 1, *, input_size: tuple[int, int, int] | None = None
+):
+    """Per-module parameters and MACs (dispatch counter, children included) down to ``depth``
+    levels below the root, for any model, like fvcore's by-module table: one record per module
+    path (``''`` = the whole model), in module order, plus the named component when the module
+    is a ViT, Swin, ConvNeXt or ResNet that vitbench recognises."""
+    from vitbench.counters.components import by_depth, comparison
+    from vitbench.counters.run import params_by_path, run_dispatch
+    from vitbench.models.references import resolve
+    from vitbench.results import Records
+
+    target = resolve(model, input_size=input_size)
+    counted, _, note = run_dispatch(target, batch_size)
+    macs = by_depth(counted.by_module, depth)
+    params = params_by_path(target, depth)
+    layout = comparison(target.spec, counted.by_module)
+    records = Records()
+    for path in dict.fromkeys([*params, *macs]):
+        record = {"model": target.label, "module": path, "depth": path.count(".") + 1 if path else 0,
+                  "params": params.get(path, 0), "macs": macs.get(path, 0)}
+        component = layout[0](path) if layout is not None and path else ""
+        if component and not component.startswith("other:"):
+            record["component"] = component  # the analytic component this module computes
+        if note:
+            record["warnings"] = [note]
+        records.append(record)
+    return records
 
 
 def count_record(
-    spec: ModelSpec, batch_size: int, counters, analytic_record: dict[str, Any] | None = None
+    model: Any, batch_size: int, counters, analytic_record: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Counter columns for a spec, plus ``agree`` (every counter's MACs == analytic MACs)."""
-    record = count(spec, batch_size, counters)
-    if analytic_record is not None and "macs" in analytic_record:
+    """Counter columns for a model, plus ``agree``: every counter's MACs == analytic MACs and the
+    module's parameters == analytic parameters (absent when there is no analytic figure)."""
+    record = count(model, batch_size, counters)
+    if analytic_record is not None and analytic_record.get("macs") is not None:
         counted = [record[k] for k in ("fvcore_macs", "dispatch_macs") if k in record]
-        record["agree"] = all(value == analytic_record["macs"] for value in counted)
+        same_params = record.get("module_params") in (None, analytic_record.get("params"))
+        record["agree"] = same_params and all(value == analytic_record["macs"] for value in counted)
     return record

@@ -39,14 +39,19 @@ class DispatchCount:
     by_module: dict[str, int] = field(hash=False)  # MACs per module, children included
 
 
-def dispatch_count(module, inputs: tuple[Any, ...]) -> DispatchCount:
-    """Run ``module(*inputs)`` forward under FlopCounterMode (no autograd graph kept)."""
+def dispatch_count(module, inputs: tuple[Any, ...], state: dict[str, Any] | None = None) -> DispatchCount:
+    """Run ``module(*inputs)`` forward under FlopCounterMode (no autograd graph kept); with
+    ``state``, through ``torch.func.functional_call(module, state, inputs)``: the module's
+    parameters and buffers replaced by these tensors (meta ones), the module itself untouched."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
     counter = FlopCounterMode(display=False, depth=None, custom_mapping=custom_mapping())
     with torch.no_grad(), counter:
-        module(*inputs)
+        if state is None:
+            module(*inputs)
+        else:
+            torch.func.functional_call(module, state, inputs)
     counts = counter.get_flop_counts()
     by_operator = {str(op.__name__ if hasattr(op, "__name__") else op): int(v) // 2 for op, v in counts.get("Global", {}).items()}
     by_module = {}

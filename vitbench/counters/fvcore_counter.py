@@ -18,7 +18,7 @@ from vitbench.counters.formulas import mha_activations, mha_macs, sdpa_activatio
 #: fvcore operator keys (as in ``by_operator()``) that are multiply-accumulates.
 MAC_OPERATORS = frozenset(
     {
-        "conv", "addmm", "bmm", "baddbmm", "einsum", "matmul", "mm", "linear",
+        "conv", "_convolution_mode", "addmm", "bmm", "baddbmm", "einsum", "matmul", "mm", "linear",
         "scaled_dot_product_attention", "_native_multi_head_attention",
         "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
         "_scaled_dot_product_flash_attention", "_scaled_dot_product_cudnn_attention",
@@ -38,6 +38,18 @@ IGNORED_OPERATORS = (
     "aten::cos", "aten::clone", "aten::expand_as", "aten::fill_", "aten::numpy_T",
     "aten::_shape_as_tensor", "aten::layer_norm_backward", "aten::native_layer_norm",
     "aten::erfinv", "aten::neg", "aten::abs", "aten::masked_fill_", "aten::where",
+    # data movement, comparisons and lookups seen in torchvision/timm/transformers models
+    "aten::pad", "aten::constant_pad_nd", "aten::embedding", "aten::ne", "aten::eq", "aten::min",
+    "aten::max", "aten::upsample_bicubic2d", "aten::adaptive_avg_pool1d", "aten::roll",
+    "aten::masked_fill", "aten::clamp", "aten::clamp_min", "aten::log", "aten::floor_divide",
+    "aten::remainder", "aten::cumsum", "aten::flip", "aten::arange", "aten::zeros_like",
+    "aten::ones_like", "aten::full_like", "aten::relu_", "aten::relu", "aten::hardswish_",
+    "aten::hardswish", "aten::hardsigmoid", "aten::hardsigmoid_", "aten::gelu_", "aten::silu",
+    "aten::elu", "aten::leaky_relu", "aten::leaky_relu_", "aten::topk", "aten::sort",
+    "aten::reciprocal", "aten::square", "aten::exp_", "aten::sign", "aten::floor", "aten::ceil",
+    "aten::round", "aten::pixel_shuffle", "aten::pixel_unshuffle", "aten::channel_shuffle",
+    "aten::repeat_interleave", "aten::reshape_as", "aten::numel", "aten::zero_", "aten::addcmul",
+    "aten::linalg_vector_norm",
 )
 
 
@@ -68,6 +80,13 @@ def _mha_acts(inputs, outputs) -> int:
     return mha_activations(_shape(inputs[0]), _shape(inputs[1]), _mha_embed_dim(inputs), num_heads)
 
 
+def _conv_mode_flops(inputs, outputs) -> int:
+    """``aten::_convolution_mode``: a convolution with ``padding='same'/'valid'`` (never transposed)."""
+    from fvcore.nn.jit_handles import conv_flop_count
+
+    return conv_flop_count(_shape(inputs[0]), _shape(inputs[1]), _shape(outputs[0]), transposed=False)
+
+
 def _baddbmm_flops(inputs, outputs) -> int:
     batch, n, k = _shape(inputs[1])
     return batch * n * k * _shape(inputs[2])[-1]
@@ -85,6 +104,7 @@ FLOP_HANDLES = {
     **{name: _sdpa_flops for name in SDPA_OPERATORS},
     "aten::_native_multi_head_attention": _mha_flops,
     "aten::baddbmm": _baddbmm_flops,
+    "aten::_convolution_mode": _conv_mode_flops,
 }
 ACTIVATION_HANDLES = {
     **{name: _sdpa_acts for name in SDPA_OPERATORS},

@@ -1,20 +1,23 @@
-"""Agreement of analytic, fvcore and dispatch MACs over presets, resolutions and batch sizes.
+"""Agreement of analytic and counted parameters and MACs (fvcore, dispatch) over models,
+resolutions and batch sizes.
 
-Resolutions per model, by default: the preset's own, a small square one and a small non-square
+Resolutions per preset, by default: the preset's own, a small square one and a small non-square
 one, in steps that every layer accepts (the patch size for ViTs, 32 px for ImageNet ResNets,
-8 px for the CIFAR models). fvcore executes the model to trace it, so it is skipped (and the row
-says so) when one trace would exceed ``fvcore_budget_macs``; the dispatch counter runs on the meta
-device and is never skipped.
+8 px for the CIFAR models). References (``torchvision:``, ``timm:``, ``hf:``, ``py:``) and
+modules are checked at their own input size, or at the resolutions given. fvcore executes the
+model to trace it, so it is skipped (and the row says so) when one trace would exceed
+``fvcore_budget_macs``; the dispatch counter runs on the meta device and is never skipped.
+A model without an analytic formula is checked counter against counter (the row says why).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
+from vitbench.models.target import Target
 from vitbench.results import Records
-from vitbench.specs import ModelSpec, PlainCNNSpec, ViTSpec
+from vitbench.specs import ModelSpec, PlainCNNSpec, ResNetSpec, ViTSpec
 
 DEFAULT_FVCORE_BUDGET_MACS = 20_000_000_000
 
@@ -24,7 +27,9 @@ def resolution_step(spec: ModelSpec) -> int:
         return spec.patch_size
     if isinstance(spec, PlainCNNSpec):
         return 2 ** len(spec.stages)
-    return 32 if spec.stem == "imagenet" else 8
+    if isinstance(spec, ResNetSpec):
+        return 32 if spec.stem == "imagenet" else 8
+    return 32
 
 
 def default_resolutions(spec: ModelSpec) -> list[tuple[int, int]]:
@@ -36,83 +41,113 @@ def default_resolutions(spec: ModelSpec) -> list[tuple[int, int]]:
     return sizes
 
 
-@dataclass(frozen=True)
-class Target:
-    label: str
-    spec: ModelSpec
-    reference: str | None = None  # torchvision:/timm: name, built by its own library
+def _targets(models: Iterable[Any] | None, resolutions) -> list[Target]:
+    """Every (model, resolution) to check."""
+    from vitbench.models.references import resolve
+    from vitbench.presets import list_presets
 
-
-def _targets(models: Iterable[str | ModelSpec] | None) -> list[Target]:
-    from vitbench.counters.reference import get_reference, is_reference
-    from vitbench.presets import get_preset, list_presets
-
-    if not models:
-        return [Target(p.name, p.spec) for p in list_presets()]
+    models = list(models) if models else [p.name for p in list_presets()]
+    sizes = [(r, r) if isinstance(r, int) else tuple(r) for r in resolutions] if resolutions else None
     targets = []
     for model in models:
-        if isinstance(model, str) and is_reference(model):
-            targets.append(Target(model, get_reference(model).spec, model))
-        elif isinstance(model, str):
-            targets.append(Target(model, get_preset(model).spec))
+        base = resolve(model)
+        if sizes is None and base.source in ("preset", "spec"):
+            chosen = default_resolutions(base.spec)
         else:
-            targets.append(Target(model.name, model))
+            chosen = sizes or [base.img_size]
+        for size in chosen:
+            if size == base.img_size:
+                targets.append(base)
+            elif base.module is not None:
+                targets.append(resolve(model, input_size=(base.in_chans, *size)))
+            else:
+                targets.append(resolve(model, {"img_size": size}))
     return targets
 
 
+def _differing(target: Target, analytic, counted, active) -> list[str]:
+    """Components whose counted MACs differ from the analytic ones ('fvcore:qkv 10 vs 12')."""
+    from vitbench.counters.components import analytic_by_group
+
+    by_module = counted.dispatch_by_module or counted.fvcore_by_module
+    expected = analytic_by_group(analytic.macs_by_component, target.spec, by_module)
+    if not expected:
+        return []
+    out = []
+    for name, groups in (("fvcore", counted.fvcore_by_group), ("dispatch", counted.dispatch_by_group)):
+        if name not in active:
+            continue
+        for group in sorted(set(expected) | set(groups)):
+            if expected.get(group, 0) != groups.get(group, 0):
+                out.append(f"{name}:{group} {groups.get(group, 0)} vs {expected.get(group, 0)}")
+    return out
+
+
+def check(target: Target, batch: int, counters: Sequence[str], fvcore_budget_macs: int) -> dict[str, Any]:
+    """One row: analytic vs counted parameters and MACs for one target and batch size."""
+    from vitbench.analytic import complexity
+    from vitbench.counters import count_detailed
+
+    analytic = complexity(target.spec, batch) if target.spec is not None else None
+    notes: list[str] = []
+    active = list(counters)
+    if "fvcore" in active:
+        expected = analytic.macs if analytic else count_detailed(target, batch, ("dispatch",)).dispatch_macs
+        if expected > fvcore_budget_macs:
+            active.remove("fvcore")
+            notes.append(f"fvcore skipped: {expected:.3g} MACs over the budget")
+    counted = count_detailed(target, batch, active or ("dispatch",), activations=False)
+    height, width = target.img_size
+    record: dict[str, Any] = {
+        "model": target.name,
+        "img_size": f"{height}x{width}",
+        "batch_size": batch,
+        "params": analytic.params if analytic else None,
+        "module_params": counted.module_params,
+        "macs": analytic.macs if analytic else None,
+        "fvcore_macs": counted.fvcore_macs,
+        "dispatch_macs": counted.dispatch_macs,
+    }
+    totals = [v for v in (counted.fvcore_macs, counted.dispatch_macs) if v is not None]
+    if analytic is not None:
+        differing = _differing(target, analytic, counted, active)
+        if counted.module_params != analytic.params:
+            differing.insert(0, f"params {counted.module_params} vs {analytic.params}")
+        agree = all(v == analytic.macs for v in totals) and not differing
+    else:
+        differing = []
+        agree = len(set(totals)) <= 1
+        notes.append(f"analytic: {target.analytic_note}; counters compared with each other")
+    record["agree"] = agree
+    record["differing_components"] = "; ".join(differing)
+    if counted.fvcore_unsupported:
+        notes.append("fvcore unsupported: " + ", ".join(f"{k} x{v}" for k, v in counted.fvcore_unsupported.items()))
+    notes += counted.warnings
+    if target.overrides:
+        record["overrides"] = target.overrides_text
+    record["notes"] = "; ".join(notes)
+    return record
+
+
 def validate(
-    models: Iterable[str | ModelSpec] | None = None,
+    models: Iterable[Any] | None = None,
     resolutions: Sequence[int | tuple[int, int]] | None = None,
     batch_sizes: Sequence[int] = (1, 2),
     counters: Sequence[str] = ("fvcore", "dispatch"),
     fvcore_budget_macs: int = DEFAULT_FVCORE_BUDGET_MACS,
     progress=None,
 ) -> Records:
-    """One record per (model, resolution, batch size): analytic, fvcore and dispatch MACs, whether
-    they agree, and the components that differ. References (``torchvision:vit_b_16``) are built
-    by their own library; their resolution is fixed by the library (224)."""
-    from vitbench.analytic import complexity
-    from vitbench.counters import count_detailed
-    from vitbench.counters.components import analytic_by_group
+    """One record per (model, resolution, batch size): analytic and counted parameters
+    (``params`` vs ``module_params``) and MACs (``macs`` vs ``fvcore_macs``, ``dispatch_macs``),
+    whether they all agree, and the components that differ."""
+    from vitbench.counters import check_counters
 
+    counters = check_counters(counters)
     records = Records()
-    for target in _targets(models):
-        sizes = [target.spec.img_size] if target.reference else (
-            [(r, r) if isinstance(r, int) else tuple(r) for r in resolutions] if resolutions else default_resolutions(target.spec)
-        )
-        for size in sizes:
-            spec = replace(target.spec, img_size=size)
-            for batch in batch_sizes:
-                analytic = complexity(spec, batch)
-                active = [c for c in counters if c != "fvcore" or analytic.macs <= fvcore_budget_macs]
-                counted = count_detailed(target.reference or spec, batch, active, activations=False)
-                record: dict[str, Any] = {
-                    "model": target.label,
-                    "img_size": f"{size[0]}x{size[1]}",
-                    "batch_size": batch,
-                    "macs": analytic.macs,
-                    "fvcore_macs": counted.fvcore_macs,
-                    "dispatch_macs": counted.dispatch_macs,
-                }
-                layout = "torchvision" if target.reference and target.reference.startswith("torchvision:vit") else "vitbench"
-                expected = analytic_by_group(analytic.macs_by_component, spec, layout)
-                differing = []
-                for name, groups in (("fvcore", counted.fvcore_by_group), ("dispatch", counted.dispatch_by_group)):
-                    if name not in active:
-                        continue
-                    for group in sorted(set(expected) | set(groups)):
-                        if expected.get(group, 0) != groups.get(group, 0):
-                            differing.append(f"{name}:{group} {groups.get(group, 0)} vs {expected.get(group, 0)}")
-                totals = [v for v in (counted.fvcore_macs, counted.dispatch_macs) if v is not None]
-                record["agree"] = all(v == analytic.macs for v in totals) and not differing
-                record["differing_components"] = "; ".join(differing)
-                notes = []
-                if "fvcore" in counters and "fvcore" not in active:
-                    notes.append(f"fvcore skipped: {analytic.macs:.3g} MACs over the budget")
-                if counted.fvcore_unsupported:
-                    notes.append("fvcore unsupported: " + ", ".join(f"{k} x{v}" for k, v in counted.fvcore_unsupported.items()))
-                record["notes"] = "; ".join(notes)
-                records.append(record)
-                if progress:
-                    progress(record)
+    for target in _targets(models, resolutions):
+        for batch in batch_sizes:
+            record = check(target, batch, counters, fvcore_budget_macs)
+            records.append(record)
+            if progress:
+                progress(record)
     return records

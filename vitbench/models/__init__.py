@@ -1,17 +1,22 @@
-"""build_model(spec) -> nn.Module, plus construction that skips weight initialisation."""
+"""build_model(spec | reference | Target) -> nn.Module, plus construction that skips weight
+initialisation. References (``torchvision:``, ``timm:``, ``hf:``, ``py:``) resolve in
+:mod:`vitbench.models.references`; what a module says about itself in :mod:`vitbench.models.inputs`.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from vitbench.specs import ModelSpec, PlainCNNSpec, ResNetSpec, ViTSpec
+from vitbench.specs import SPEC_TYPES, ConvNeXtSpec, ModelSpec, PlainCNNSpec, ResNetSpec, SwinSpec, ViTSpec
 
 if TYPE_CHECKING:
     from torch import nn
 
+    from vitbench.models.target import Target
 
-def build_model(spec: ModelSpec) -> "nn.Module":
-    """The ``nn.Module`` for ``spec``, initialised, on the CPU, in training mode."""
+
+def build_spec(spec: ModelSpec) -> "nn.Module":
+    """vitbench's own module for ``spec``, initialised, on the current default device."""
     if isinstance(spec, ViTSpec):
         from vitbench.models.vit import VisionTransformer
 
@@ -24,19 +29,67 @@ def build_model(spec: ModelSpec) -> "nn.Module":
         from vitbench.models.cnn import build_plain_cnn
 
         return build_plain_cnn(spec)
+    if isinstance(spec, SwinSpec):
+        from vitbench.models.swin import build_swin
+
+        return build_swin(spec)
+    if isinstance(spec, ConvNeXtSpec):
+        from vitbench.models.convnext import build_convnext
+
+        return build_convnext(spec)
     raise TypeError(f"not a model spec: {spec!r}")
 
 
-def build_meta(spec: ModelSpec) -> "nn.Module":
-    """The module with every parameter on the meta device (shapes only, no memory)."""
+def build_model(model: "ModelSpec | Target | str | nn.Module", device: Any = None) -> "nn.Module":
+    """The ``nn.Module`` for a spec, a reference (``timm:convnext_tiny``) or a resolved Target:
+    random initial weights (never downloaded), training mode, on ``device`` (default: the
+    current default device). A live module (a Target made from one) is returned as it is,
+    moved to ``device`` when one is given."""
+    import contextlib
+
     import torch
 
-    with torch.device("meta"):  # no storage: initialisers cost nothing
-        return build_model(spec)
+    if isinstance(model, tuple(SPEC_TYPES.values())):
+        build = lambda: build_spec(model)  # noqa: E731
+    else:
+        from vitbench.models.references import resolve
+
+        target = resolve(model)
+        if target.module is not None:
+            return target.module.to(device) if device is not None else target.module
+        build = target.build
+    with torch.device(device) if device is not None else contextlib.nullcontext():
+        return build().train()
 
 
-def build_uninitialized(spec: ModelSpec, device: str = "cpu") -> "nn.Module":
-    """The module on ``device`` with allocated but uninitialised storage: for tracers that need
-    real tensors (fvcore) without paying for weight initialisation."""
-    module = build_meta(spec)
-    return module.to_empty(device=device)
+def build_meta(model: "ModelSpec | Target | str") -> "nn.Module":
+    """The module with every parameter and buffer on the meta device (shapes only, no memory)."""
+    import torch
+
+    if isinstance(model, tuple(SPEC_TYPES.values())):
+        with torch.device("meta"):  # no storage: initialisers cost nothing
+            return build_spec(model)
+    from vitbench.models.materialize import light_build
+    from vitbench.models.references import resolve
+
+    target = resolve(model)
+    if target.module is not None:
+        raise TypeError("a live module is already built")
+    # constructors that compute with tensors (RegNet's widths) cannot run entirely on meta
+    return light_build(target.build).to("meta")
+
+
+def build_uninitialized(model: "ModelSpec | Target | str", device: str = "cpu") -> "nn.Module":
+    """The module on ``device`` with zero-filled parameters (no initialiser runs), for tracers that need
+    real tensors (fvcore) without paying for weight initialisation. Buffers hold their real
+    values (relative-position indices, RoPE tables), computed as the constructor computes them."""
+    from vitbench.models.materialize import light_build, materialize_parameters
+
+    if isinstance(model, tuple(SPEC_TYPES.values())):
+        return materialize_parameters(light_build(lambda: build_spec(model)), device)
+    from vitbench.models.references import resolve
+
+    target = resolve(model)
+    if target.module is not None:
+        raise TypeError("a live module is already built")
+    return materialize_parameters(light_build(target.build), device)

@@ -1,0 +1,358 @@
+"""Model references (presets, torchvision:, timm:, hf:, py:, live modules): resolution, input
+sizes from the models' own metadata, keyword arguments and override flags, one-line errors, and
+counting any model (analyze never fails for want of a formula)."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+import pytest
+
+import vitbench
+from vitbench.cli import main
+from vitbench.errors import SpecError, UnknownModelError
+from vitbench.models.references import parse_reference, parse_value, resolve, resolve_all
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def mypkg(tmp_path, monkeypatch):
+    """A user's package with factories (imported from a temporary directory on sys.path)."""
+    package = tmp_path / "mypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "models.py").write_text(textwrap.dedent('''
+        from torch import nn
+
+        class Net(nn.Module):
+            image_size = 32  # the model says its input size
+
+            def __init__(self, width=8, num_classes=10):
+                super().__init__()
+                self.conv = nn.Conv2d(3, width, 3)  # 32 -> 30 px, no padding
+                self.pool = nn.AdaptiveAvgPool2d(1)
+                self.fc = nn.Linear(width, num_classes)
+
+            def forward(self, x):
+                return self.fc(self.pool(self.conv(x)).flatten(1))
+
+        def build(width=8, num_classes=10):
+            return Net(width, num_classes)
+
+        def silent():
+            return nn.Sequential(nn.Conv2d(3, 4, 1))
+
+        def not_a_module():
+            return 42
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "mypkg"
+    for name in [n for n in sys.modules if n == "mypkg" or n.startswith("mypkg.")]:
+        del sys.modules[name]
+
+
+# --- syntax --------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("vit-b/16", ("preset", "vit-b/16", {})),
+        ("timm:convnext_tiny", ("timm", "convnext_tiny", {})),
+        ("timm:vit_base_patch16_224+img_size=384+drop_rate=0.1", ("timm", "vit_base_patch16_224", {"img_size": "384", "drop_rate": "0.1"})),
+        ("py:mypkg.models:build+width=16", ("py", "mypkg.models:build", {"width": "16"})),
+        ("hf:vit", ("hf", "vit", {})),
+    ],
+)
+def test_parse_reference(text, expected):
+    assert parse_reference(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [("384", 384), ("-1", -1), ("0.1", 0.1), ("true", True), ("False", False), ("none", None),
+     ("224x320", (224, 320)), ("2-2-6-2", (2, 2, 6, 2)), ("avg", "avg")],
+)
+def test_parse_value(text, value):
+    assert parse_value(text) == value and type(parse_value(text)) is type(value)
+
+
+@pytest.mark.parametrize("text", ["timm:vit_base_patch16_224+img_size", "timm:x+=3", "timm:x+a=1+a=2", "timm:"])
+def test_bad_reference_syntax_is_one_line(text):
+    with pytest.raises(SpecError) as info:
+        resolve(text)
+    assert "\n" not in str(info.value) and str(info.value).startswith("model=")
+
+
+# --- resolution and metadata -----------------------------------------------------------------
+@pytest.mark.parametrize(
+    "reference, input_size",
+    [
+        ("torchvision:efficientnet_b3", (3, 300, 300)),  # crop size of its default weights
+        ("torchvision:vit_h_14", (3, 224, 224)),  # the model's own image_size (SWAG weights: 518)
+        ("torchvision:inception_v3", (3, 299, 299)),
+        ("timm:vit_base_patch16_384", (3, 384, 384)),  # timm pretrained_cfg
+        ("timm:fastvit_t8", (3, 256, 256)),
+        ("hf:dinov2", (3, 224, 224)),  # Dinov2Config().image_size
+        ("hf:clip_vision", (3, 224, 224)),
+    ],
+)
+def test_input_size_comes_from_the_models_own_metadata(reference, input_size):
+    if reference.startswith("timm:"):
+        pytest.importorskip("timm")
+    if reference.startswith("hf:"):
+        pytest.importorskip("transformers")
+    assert resolve(reference).input_size == input_size
+
+
+@pytest.mark.parametrize(
+    "reference",
+    ["vit-b/16+img_size=384", "resnet50+layers=2-2-2-2", "vit-b/16+img_size=224x320", "hf:swin+depths=1-1",
+     "torchvision:resnet18+img_size=160", "timm:convnext_atto+img_size=288",
+     "timm:vit_tiny_patch16_224+img_size=384+depth=2", "hf:vit+depth=2+hidden_size=192+num_attention_heads=3"],
+)
+def test_label_is_a_reference_that_resolves_back(reference):
+    """Worker processes receive ``target.label`` and rebuild the same model from it."""
+    if reference.startswith("timm:"):
+        pytest.importorskip("timm")
+    if reference.startswith("hf:"):
+        pytest.importorskip("transformers")
+    target = resolve(reference)
+    assert target.label == reference
+    assert resolve(target.label) == target
+
+
+def test_img_size_flag_is_timms_img_size_for_vits_and_the_input_size_for_cnns():
+    pytest.importorskip("timm")
+    vit, cnn = resolve_all(["timm:vit_tiny_patch16_224+depth=1", "timm:convnext_atto"], {"img_size": ["384"]})
+    assert vit.input_size == cnn.input_size == (3, 384, 384)
+    assert vit.spec is not None and vit.spec.img_size == (384, 384)  # the ViT was built for 384
+    assert dict(cnn.overrides) == {"img_size": 384}
+    # a list of sizes: one target per size, for every model that takes the field
+    targets = resolve_all(["timm:convnext_atto", "resnet18"], {"img_size": ["160", "224"]})
+    assert [(t.name, t.img_size) for t in targets] == [
+        ("timm:convnext_atto", (160, 160)), ("timm:convnext_atto", (224, 224)),
+        ("resnet18", (160, 160)), ("resnet18", (224, 224)),
+    ]
+
+
+def test_override_that_no_model_takes_is_an_error():
+    with pytest.raises(SpecError, match="patch_size='8': unknown field for resnet/torchvision models"):
+        resolve_all(["resnet50", "torchvision:resnet18"], {"patch_size": "8"})
+
+
+def test_hf_overrides_map_to_config_fields():
+    pytest.importorskip("transformers")
+    target = resolve_all(["hf:vit+depth=1"], {"img_size": ["96"], "embed_dim": ["192"], "num_heads": ["3"]})[0]
+    counted = vitbench.count(target, counters=("dispatch",))
+    # patches: 36 = (96/16)^2 (+1 CLS) = 37 tokens, d = 192, MLP 3072 (hf default), 1 layer, pooler
+    n, d, m, p = 37, 192, 3072, 3 * 16 * 16
+    expected = 36 * p * d + 4 * n * d * d + 2 * n * n * d + 2 * n * d * m + d * d
+    assert target.input_size == (3, 96, 96)
+    assert counted["dispatch_macs"] == expected
+
+
+# --- one-line errors -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "reference, message",
+    [
+        ("torchvision:swin_tt", "did you mean 'torchvision:swin_t'"),
+        ("torchvision:fasterrcnn_resnet50_fpn", "is not a classification model"),
+        ("timm:vit_bse_patch16_224", "did you mean 'timm:vit_base_patch16_224'"),
+        ("hf:vitt", "did you mean 'hf:vit'"),
+        ("hf:vit+hiden_size=384", "did you mean 'hf:vit+hidden_size'"),
+        ("hf:bert", "is not a vision encoder"),
+        ("swin_t", "did you mean 'torchvision:swin_t'"),
+        ("hf:google/vit-base-patch16-224", "would need the network"),
+        ("timm:resnet50+pretrained=true", "would need the network"),
+        ("timm:hf-hub:timm/vit_small_patch16_224.augreg_in21k", "would need the network"),
+        ("torchvision:resnet50+weights=DEFAULT", "would need the network"),
+        ("py:nowhere.models:build", "cannot import 'nowhere.models'"),
+        ("py:torchvision.models:resnet18+weights=DEFAULT", "would need the network"),
+        ("py:not-a-path", "must be py:package.module:factory"),
+        ("timm:resnet18+bogus=1", "unexpected keyword argument 'bogus'"),
+    ],
+)
+def test_bad_names_get_one_line(reference, message):
+    if reference.startswith("timm:"):
+        pytest.importorskip("timm")
+    if reference.startswith("hf:") and "/" not in reference:
+        pytest.importorskip("transformers")
+    with pytest.raises((SpecError, UnknownModelError)) as info:
+        resolve(reference)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("reference, package, extra", [("timm:convnext_tiny", "timm", "timm"), ("hf:vit", "transformers", "hf")])
+def test_missing_optional_package_names_the_extra(monkeypatch, reference, package, extra):
+    monkeypatch.setitem(sys.modules, package, None)  # as if not installed: import raises ImportError
+    with pytest.raises(SpecError, match=rf"needs {package}: pip install 'vitbench\[{extra}\]'"):
+        resolve(reference)
+
+
+def test_cli_error_for_unknown_reference_is_one_line(capsys):
+    code, out, err = run(capsys, "analyze", "torchvision:resnt50")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "did you mean 'torchvision:resnet50'" in err
+
+
+# --- py: factories and live modules ----------------------------------------------------------
+def test_py_factory_counts_by_hand(mypkg):
+    counted = vitbench.count(f"py:{mypkg}.models:build+width=16")
+    # conv 3->16, 3x3: 16*27 weights + 16 biases; linear 16->10: 160 + 10
+    assert counted["module_params"] == 16 * 27 + 16 + 160 + 10
+    # conv on a 30x30 output (32 px, no padding): 900 * 16 * 27; linear: 16 * 10
+    assert counted["dispatch_macs"] == counted["fvcore_macs"] == 900 * 16 * 27 + 160
+
+
+def test_py_factory_takes_override_flags_it_names(mypkg):
+    target = resolve_all([f"py:{mypkg}.models:build"], {"num_classes": ["4"], "img_size": ["64"]})[0]
+    assert dict(target.overrides) == {"num_classes": 4, "img_size": 64}
+    assert vitbench.count(target, counters=("dispatch",))["module_params"] == 8 * 27 + 8 + 8 * 4 + 4
+
+
+@pytest.mark.parametrize(
+    "factory, message",
+    [("silent", "does not say its input size: give --img-size"), ("not_a_module", "returned int, not an nn.Module"),
+     ("buld", "did you mean 'py:mypkg.models:build'")],
+)
+def test_py_factory_errors(mypkg, factory, message):
+    with pytest.raises(SpecError, match=message):
+        resolve(f"py:{mypkg}.models:{factory}")
+
+
+def test_live_module_is_counted_and_left_as_it_was():
+    """Issue 11: ``vitbench.count(torchvision.models.resnet50())`` raised AttributeError."""
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    module = torchvision.models.resnet18().train()
+    before = {k: v.clone() for k, v in module.state_dict().items()}
+    counted = vitbench.count(module, input_size=(3, 224, 224))
+    assert counted == vitbench.count("torchvision:resnet18")
+    assert module.training and all(m.training for m in module.modules())
+    after = module.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)  # not even BatchNorm statistics moved
+
+
+def test_live_module_needs_an_input_size_unless_it_says_one():
+    import torchvision
+
+    with pytest.raises(SpecError, match=r"input_size=None: ResNet does not say its input size"):
+        vitbench.count(torchvision.models.resnet18())
+    assert resolve(torchvision.models.vit_b_32()).input_size == (3, 224, 224)  # its image_size
+
+
+def test_live_module_on_meta_is_counted_without_fvcore():
+    import torch
+    import torchvision
+
+    with torch.device("meta"):
+        module = torchvision.models.resnet18()
+    result = vitbench.count(module, input_size=(3, 224, 224))
+    assert result["dispatch_macs"] == vitbench.count("torchvision:resnet18", counters=("dispatch",))["dispatch_macs"]
+    assert "fvcore_macs" not in result
+    assert any("fvcore skipped" in w for w in result["count_warnings"])
+
+
+# --- analyze and validate for any model ------------------------------------------------------
+def test_analyze_without_a_formula_has_empty_analytic_columns_and_a_reason():
+    records = vitbench.analyze(["torchvision:mobilenet_v3_small", "torchvision:resnet18"])
+    mobile, resnet = records
+    assert mobile["params"] is None and mobile["macs"] is None
+    assert "no analytic formula" in mobile["analytic_note"]
+    # torchvision's metadata for these weights: 2,542,856 params, 0.057 GMACs
+    assert mobile["module_params"] == 2_542_856 and round(mobile["dispatch_macs"] / 1e9, 3) == 0.057
+    assert resnet["params"] == resnet["module_params"] == 11_689_512
+    assert resnet["macs"] == resnet["dispatch_macs"] and resnet["agree"] is True
+
+
+def test_analyze_a_live_module():
+    import torchvision
+
+    record = vitbench.analyze(torchvision.models.resnet18(), input_size=(3, 224, 224))[0]
+    assert record["model"] == "ResNet" and record["source"] == "module"
+    assert record["params"] == record["module_params"] == 11_689_512  # derived ResNet spec
+
+
+def test_cli_analyze_mixed_references(capsys, mypkg):
+    pytest.importorskip("timm")
+    code, out, err = run(capsys, "analyze", "torchvision:swin_t", "timm:convnext_atto", f"py:{mypkg}.models:build", "--format", "json")
+    assert code == 0, err
+    import json
+
+    records = {r["model"]: r for r in json.loads(out)["records"]}
+    assert set(records) == {"torchvision:swin_t", "timm:convnext_atto", f"py:{mypkg}.models:build"}
+    assert records["torchvision:swin_t"]["module_params"] == 28_288_354  # torchvision's metadata
+    assert records[f"py:{mypkg}.models:build"]["dispatch_macs"] == 900 * 8 * 27 + 80
+
+
+def test_validate_checks_parameters_too():
+    """A spec with the right MACs but the wrong parameters (a bias-free qkv: bias adds are not
+    MACs) used to pass; now the parameter difference is a disagreement."""
+    from dataclasses import replace
+
+    from vitbench.counters.validate import validate
+
+    target = resolve("torchvision:vit_b_32")
+    wrong = replace(target, spec=replace(target.spec, qkv_bias=False))
+    good, bad = validate([target, wrong], batch_sizes=(1,), counters=("dispatch",))
+    assert good["agree"] and good["params"] == good["module_params"] == 88_224_232  # torchvision's metadata
+    assert good["macs"] == bad["macs"] == bad["dispatch_macs"]
+    assert not bad["agree"]
+    # 12 blocks x 3 x 768 qkv biases
+    assert bad["differing_components"] == f"params 88224232 vs {88_224_232 - 12 * 3 * 768}"
+
+
+def test_a_live_vitbench_module_carries_its_spec():
+    from vitbench.models import build_model
+
+    spec = vitbench.resolve("ablation-vit")
+    target = resolve(build_model(spec))
+    assert target.spec == spec and target.input_size == (3, 32, 32)
+
+
+def test_components_for_a_vit_without_a_formula():
+    """Named ViT components from transformers' module paths: qkv = 3 n d^2 and the attention
+    matmuls 2 n^2 d per layer (n = 197 tokens, d = 768, 2 layers)."""
+    pytest.importorskip("transformers")
+    from vitbench.counters import count_detailed
+    from vitbench.counters.components import by_depth
+
+    counted = count_detailed("hf:vit+depth=2", counters=("dispatch",))
+    n, d = 197, 768
+    assert counted.dispatch_by_group["qkv"] == 2 * 3 * n * d * d
+    assert counted.dispatch_by_group["attn_matmul"] == 2 * 2 * n * n * d
+    assert counted.dispatch_by_group["attn_proj"] == 2 * n * d * d
+    assert sum(counted.dispatch_by_group.values()) == counted.dispatch_macs
+    top = by_depth(counted.dispatch_by_module, 1)
+    assert top[""] == counted.dispatch_macs
+    # transformers iterates over ``layers`` without calling it: the table still has its total
+    assert top["layers"] == counted.dispatch_macs - top["embeddings"] - top["pooler"]
+
+
+def test_module_table_for_any_model():
+    """Per-module parameters and MACs by path, like fvcore's by-module table, from the dispatch
+    counter; ResNet-18: stem conv 112^2 x 64 x 3 x 7^2 MACs, fc 512 x 1000."""
+    from vitbench.counters import module_table
+
+    rows = {r["module"]: r for r in module_table("torchvision:resnet18", depth=1)}
+    assert rows[""]["params"] == 11_689_512 and rows[""]["macs"] == vitbench.count("torchvision:resnet18", counters=("dispatch",))["dispatch_macs"]
+    assert rows["conv1"]["macs"] == 112 * 112 * 64 * 3 * 49 and rows["conv1"]["params"] == 64 * 3 * 49
+    assert rows["fc"]["macs"] == 512 * 1000 and rows["fc"]["component"] == "classifier"
+    assert sum(r["macs"] for path, r in rows.items() if path) == rows[""]["macs"]
+
+
+def test_an_explicit_input_size_builds_the_model_for_it():
+    pytest.importorskip("timm")
+    counted = vitbench.count("timm:vit_tiny_patch16_224+depth=1", counters=("dispatch",), input_size=(3, 384, 384))
+    # 577 tokens, d 192, MLP 768, one block, 1000-class head, 576 patches of 3 x 16 x 16
+    n, d, m = 577, 192, 768
+    assert counted["dispatch_macs"] == 576 * 768 * d + 4 * n * d * d + 2 * n * n * d + 2 * n * d * m + d * 1000
+    with pytest.raises(SpecError, match="cannot be built for this input size"):
+        resolve("torchvision:resnet18", input_size=(1, 224, 224))

@@ -1,0 +1,106 @@
+"""Build a module cheaply and honestly for the counters.
+
+Counters need shapes, not weights; but some tensors must hold real values. ``light_build`` runs a
+constructor with every *parameter* created on the meta device (no storage, so weight
+initialisation costs nothing: the same trick as accelerate's ``init_empty_weights``) while
+buffers and other tensors computed in ``__init__`` stay real CPU tensors: relative-position
+indices, RoPE frequencies, RegNet's block widths. Then:
+
+- ``meta_state``: every parameter and buffer as a meta tensor, for ``functional_call`` under the
+  dispatch counter (no memory, no compute, the module itself untouched);
+- ``materialize_parameters``: parameters become zero-filled storage (no initialiser runs), so
+  fvcore can execute the model; buffers keep their real values, so an index gathers what the
+  model would gather (uninitialised indices made timm's relpos ViTs crash with an IndexError).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch import nn
+
+
+@contextlib.contextmanager
+def parameters_on_meta() -> Iterator[None]:
+    """Within the block, every registered parameter is moved to the meta device on registration."""
+    from torch import nn
+
+    original = nn.Module.register_parameter
+
+    def register(module: nn.Module, name: str, param) -> None:
+        original(module, name, param)
+        param = module._parameters.get(name)
+        if param is not None and param.device.type != "meta":
+            kind = type(param)
+            extra = dict(param.__dict__)  # e.g. timm/hf attributes set on parameters
+            extra["requires_grad"] = param.requires_grad
+            module._parameters[name] = kind(param.to("meta"), **extra)
+
+    nn.Module.register_parameter = register  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        nn.Module.register_parameter = original  # type: ignore[method-assign]
+
+
+def light_build(factory: Callable[[], Any]) -> "nn.Module":
+    """``factory()`` with parameters on meta and everything else real (on the CPU). A
+    constructor that reads its own parameters' values (timm's mixed-RoPE ViTs) is run again
+    normally: real, initialised parameters on the CPU."""
+    import torch
+
+    try:
+        with parameters_on_meta(), torch.device("cpu"):
+            return factory()
+    except NotImplementedError as exc:
+        if "meta" not in str(exc):
+            raise
+    with torch.device("cpu"):
+        return factory()
+
+
+def meta_state(module: "nn.Module") -> dict[str, Any]:
+    """Every parameter and buffer of ``module`` as a meta tensor (for ``functional_call``; a
+    tied tensor once, under its first name, so that functional_call keeps it tied)."""
+    state: dict[str, Any] = {}
+    for name, tensor in module.named_parameters():
+        state[name] = tensor.detach().to("meta")
+    for name, tensor in module.named_buffers():
+        state[name] = tensor.detach().to("meta")
+    return state
+
+
+def materialize_parameters(module: "nn.Module", device: str = "cpu") -> "nn.Module":
+    """Meta parameters -> zero-filled storage on ``device`` (tied ones stay tied). Zeros, not
+    uninitialised memory: a tracer that executes the model must not meet NaNs or denormals
+    (which also make CPU matmuls many times slower); no initialiser is run."""
+    import torch
+    from torch import nn
+
+    replaced: dict[int, nn.Parameter] = {}
+    for sub in module.modules():
+        for name, param in list(sub._parameters.items()):
+            if param is None or param.device.type != "meta":
+                continue
+            if id(param) not in replaced:
+                replaced[id(param)] = nn.Parameter(
+                    torch.zeros_like(param, device=device), requires_grad=param.requires_grad
+                )
+            sub._parameters[name] = replaced[id(param)]
+    for sub in module.modules():
+        for name, buffer in list(sub._buffers.items()):
+            if buffer is None:
+                continue
+            if buffer.device.type == "meta":  # a module built entirely on meta: zeros, not garbage
+                sub._buffers[name] = torch.zeros_like(buffer, device=device)
+            elif buffer.device != torch.device(device):
+                sub._buffers[name] = buffer.to(device)
+    return module
+
+
+def parameter_count(module: "nn.Module") -> int:
+    """Parameters of the module (tied parameters once), as ``sum(p.numel())`` over ``parameters()``."""
+    return sum(p.numel() for p in module.parameters())

@@ -1,0 +1,79 @@
+"""What the reference adapters share: building a probe module (one-line errors), the
+parameters a builder accepts, override values as typed values, the finished Target."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from vitbench.errors import SpecError, VitbenchError
+from vitbench.models.target import Target, light_module, remember
+
+
+def probe(reference: str, key: Any, build: Callable[[], Any]) -> Any:
+    """The module (parameters on meta, real buffers); a builder failure is one line."""
+    try:
+        module = light_module(key, build)
+    except VitbenchError:
+        raise
+    except Exception as exc:  # the library's own error, e.g. an unexpected keyword argument
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise SpecError("model", reference, f"could not be built: {type(exc).__name__}: {message}") from None
+    from torch import nn
+
+    if not isinstance(module, nn.Module):
+        raise SpecError("model", reference, f"returned {type(module).__name__}, not an nn.Module")
+    return module
+
+
+def accepted(function: Callable[..., Any]) -> set[str] | None:
+    """Keyword parameters ``function`` names explicitly (None when it cannot be inspected)."""
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return None
+    return {
+        name for name, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+
+
+def typed(value: Any) -> Any:
+    """Override values arrive as text from the command line: parse them like reference values."""
+    from vitbench.models.references import parse_value
+
+    return parse_value(value) if isinstance(value, str) else value
+
+
+def key_of(source: str, name: str, kwargs: dict[str, Any]) -> tuple:
+    return (source, name, tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
+
+
+def finish(
+    reference: str,
+    source: str,
+    module: Any,
+    build: Callable[[], Any],
+    input_size: tuple[int, int, int],
+    shown: dict[str, Any],
+    library: str | None = None,
+) -> Target:
+    """The Target, with the analytic spec derived from the built module when complete
+    (``library``: which library built it, when that is not the source, e.g. a py factory)."""
+    from vitbench.models.derive import derive_spec
+
+    spec, note = derive_spec(module, source=library or source, img_size=input_size[1:])
+    if spec is not None:
+        spec = dataclasses.replace(spec, name=reference)
+    target = Target(
+        name=reference,
+        source=source,
+        input_size=input_size,
+        spec=spec,
+        analytic_note=note,
+        overrides=tuple(shown.items()),
+        build=build,
+    )
+    remember(("target", target), module)  # the counters reuse this build
+    return target

@@ -1,0 +1,87 @@
+"""``hf:ARCH``: a Hugging Face transformers vision encoder built from its config class with
+random weights (``hf:vit``, ``hf:dinov2``, ``hf:clip_vision``, ``hf:siglip_vision``, ``hf:swin``,
+any model type with an ``image_size``). Keyword arguments are config fields
+(``hf:vit+hidden_size=384+num_attention_heads=6``) or vitbench field names that map to one
+(``img_size`` -> ``image_size``, ``depth`` -> ``num_hidden_layers``, see ``CONFIG_FIELDS``),
+as are the override flags. A Hub id (``hf:google/vit-base-patch16-224``)
+would need the network and is refused.
+
+The module's output (a ModelOutput) is returned as a tuple, first element the last hidden state,
+so that tracers see tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vitbench.errors import SpecError
+from vitbench.models.sources.common import finish, key_of, probe, typed
+from vitbench.models.target import input_size_of, no_network, require, unknown
+
+ALIASES = {
+    "clip_vision": "clip_vision_model",
+    "siglip_vision": "siglip_vision_model",
+    "siglip2_vision": "siglip2_vision_model",
+    "aimv2_vision": "aimv2_vision_model",
+}
+#: vitbench override field -> candidate config fields (the first the config has wins)
+CONFIG_FIELDS = {
+    "img_size": ("image_size",),
+    "in_chans": ("num_channels",),
+    "patch_size": ("patch_size",),
+    "embed_dim": ("embed_dim", "hidden_size"),
+    "depth": ("num_hidden_layers",),
+    "num_heads": ("num_attention_heads",),
+    "mlp_hidden_dim": ("intermediate_size",),
+    "qkv_bias": ("qkv_bias",),
+}
+
+
+def _as_tuple(module, inputs, output):
+    return output.to_tuple() if hasattr(output, "to_tuple") else output
+
+
+def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]):
+    if "/" in name:
+        raise no_network(reference, "a Hugging Face Hub id (vitbench builds hf:ARCH from config classes only, e.g. hf:vit+hidden_size=384)")
+    require("hf", reference)
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    arch = ALIASES.get(name, name)
+    if arch not in MODEL_MAPPING_NAMES:
+        raise unknown(reference, "transformers model type", [*MODEL_MAPPING_NAMES, *ALIASES], "hf:")
+    config_class = CONFIG_MAPPING[arch]
+    defaults = config_class()
+    if not hasattr(defaults, "image_size"):
+        raise SpecError("model", reference, f"is not a vision encoder ({config_class.__name__} has no image_size)")
+    known = defaults.to_dict()
+
+    def config_field(field: str) -> str | None:
+        """The config field a vitbench field name maps to (the first the config has)."""
+        return next((c for c in CONFIG_FIELDS.get(field, ()) if isinstance(known.get(c), (int, bool))), None)
+
+    fields, shown = {}, dict(kwargs)
+    for key, value in kwargs.items():
+        if key not in known and config_field(key) is None:
+            raise unknown(f"{reference}+{key}={value}", f"{config_class.__name__} field", known, f"{reference}+", key)
+    for field, value in overrides.items():
+        if config_field(field) is not None:
+            shown[field] = typed(value)
+            used.add(field)
+    for key, value in shown.items():
+        name_in_config = key if key in known else config_field(key)
+        fields[name_in_config] = list(value) if isinstance(value, tuple) else value
+
+    def build():
+        from transformers import AutoModel
+
+        module = AutoModel.from_config(config_class(**fields))
+        module.register_forward_hook(_as_tuple)
+        return module
+
+    module = probe(reference, key_of("hf", arch, fields), build)
+    config = config_class(**fields)
+    size = config.image_size
+    img_size = tuple(size) if isinstance(size, (list, tuple)) else size
+    return finish(reference, "hf", module, build, input_size_of(img_size, config.num_channels), shown)
