@@ -54,3 +54,14 @@ def test_a_large_dry_run_lists_the_first_rows_and_counts_the_rest(capsys):
     assert main([*LARGE, "--dry-run"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert out[-1] == "110000 configurations" and out[-3] == "... and 109980 more"
+
+
+def test_ids_follow_the_spec_key_when_a_newer_field_is_a_grid_axis():
+    # reg_tokens was added after schema 1: the key leaves it out at its default (0) only
+    plan = plan_from_grid(["vit-ti/16"], {"reg_tokens": [0, 4], "depth": [6, "6"]})
+    configs = expand(plan)
+    assert len(configs) == count_configs(plan) == 2
+    for c in configs:
+        text = '%s\n{"batch_size":1,"stages":["analytic"]}' % spec_key(c.spec)
+        assert c.id == hashlib.sha1(text.encode()).hexdigest()[:12]
+    assert '"reg_tokens"' not in spec_key(configs[0].spec) and '"reg_tokens":4' in spec_key(configs[1].spec)

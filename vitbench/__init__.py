@@ -17,6 +17,7 @@ _EXPORTS = {
     "resolve_models": "vitbench.api",
     "validate": "vitbench.counters.validate",
     "count": "vitbench.counters",
+    "module_table": "vitbench.counters",
     "profile": "vitbench.measure.profile",
     "sweep": "vitbench.sweeps",
     "plan": "vitbench.analytic.memory",

@@ -64,12 +64,9 @@ class Target:
 
 
 def reference_value(name: str, value: Any) -> str:
-    """A value as a reference keyword argument takes it back: image sizes as the spec fields
-    write them (384, 224x320), other integer tuples with '-' (depths=2-2-6-2), booleans as
-    true/false."""
-    if isinstance(value, tuple) and name != "img_size" and all(isinstance(v, int) for v in value):
-        return "-".join(str(v) for v in value)
-    return format_value(value)
+    """A value as a reference keyword argument takes it back (384, 224x320, depths=2-2-6-2,
+    true/false): the spec fields' own text form."""
+    return format_value(value, name)
 
 
 def is_module(value: Any) -> bool:

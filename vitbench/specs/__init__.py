@@ -15,7 +15,9 @@ from vitbench.specs.swin import SWIN_VERSIONS, SwinSpec
 from vitbench.specs.text import (
     format_overrides,
     format_value,
+    key_data,
     list_valued,
+    omitted_from_key,
     override_combinations,
     overrides_of,
     parse_field_value,
@@ -57,7 +59,9 @@ __all__ = [
     "overrides_of",
     "format_overrides",
     "format_value",
+    "key_data",
     "list_valued",
+    "omitted_from_key",
     "override_combinations",
     "split_alternatives",
 ]

@@ -79,8 +79,8 @@ def parse_field_value(spec_type: type, name: str, value: Any) -> Any:
     try:
         if name == "stages":
             return tuple(tuple(int(c) for c in group.split("-")) for group in text.split(","))
-        if annotation.startswith("tuple[int"):
-            return tuple(int(p) for p in text.split(","))
+        if annotation.startswith("tuple[int"):  # 3,4,6,3 or 3-4-6-3
+            return tuple(int(p) for p in re.split(r"[,-]", text))
         if annotation.startswith("int"):
             if annotation.endswith("None") and text.lower() in ("none", ""):
                 return None
@@ -180,17 +180,27 @@ KEYED_SINCE_SCHEMA_1 = {
 }
 
 
+def omitted_from_key(spec_type: type, name: str, value: Any) -> bool:
+    """Is field ``name`` left out of the spec key at ``value``? Only a field added after
+    schema 1 that holds its default value is."""
+    always = KEYED_SINCE_SCHEMA_1.get(spec_type.kind)
+    if always is None or name in always or name == "kind":
+        return False
+    field = spec_fields(spec_type).get(name)
+    return field is not None and value == field.default
+
+
+def key_data(spec: Any) -> dict[str, Any]:
+    """The fields a spec key lists (JSON-able), ``kind`` included and ``name`` excluded."""
+    data = spec_to_dict(spec)
+    data.pop("name")
+    return {k: v for k, v in data.items() if not omitted_from_key(type(spec), k, getattr(spec, k, None))}
+
+
 def spec_key(spec: Any) -> str:
     """A stable string identity of the configuration (the name excluded), for result matching:
     the JSON of its fields, minus fields added after schema 1 that hold their default value."""
-    data = spec_to_dict(spec)
-    data.pop("name")
-    always = KEYED_SINCE_SCHEMA_1.get(spec.kind)
-    if always is not None:
-        for f in fields(spec):
-            if f.name in data and f.name not in always and getattr(spec, f.name) == f.default:
-                del data[f.name]
-    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return json.dumps(key_data(spec), sort_keys=True, separators=(",", ":"))
 
 
 def overrides_of(spec: Any, base: Any) -> dict[str, Any]:
@@ -204,17 +214,19 @@ def overrides_of(spec: Any, base: Any) -> dict[str, Any]:
 
 def format_overrides(overrides: dict[str, Any]) -> str:
     """{'img_size': (384, 384), 'depth': 6} -> 'img_size=384,depth=6' (for tables and ids)."""
-    return ",".join(f"{name}={format_value(value)}" for name, value in overrides.items())
+    return ",".join(f"{name}={format_value(value, name)}" for name, value in overrides.items())
 
 
-def format_value(value: Any) -> str:
-    """A field value as the text the command line takes back: 384, 224x320, 3-4-6-3, 32-64,128."""
+def format_value(value: Any, name: str | None = None) -> str:
+    """A field value as text that parses back to it: img_size 384 or 224x320; integer tuples
+    3-4-6-3 (no commas, so that the text can sit in a comma-separated list); the plain CNN's
+    stages 32-64,128-128; booleans true/false."""
     if isinstance(value, tuple):
         if value and all(isinstance(v, tuple) for v in value):
             return ",".join("-".join(str(c) for c in v) for v in value)
-        if len(value) == 2 and value[0] == value[1]:
-            return str(value[0])
-        return "x".join(str(v) for v in value) if len(value) == 2 else "-".join(str(v) for v in value)
+        if name == "img_size" and len(value) == 2:
+            return str(value[0]) if value[0] == value[1] else f"{value[0]}x{value[1]}"
+        return "-".join(str(v) for v in value)
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

@@ -34,7 +34,7 @@ from typing import Any
 
 from vitbench.errors import SpecError
 from vitbench.settings import RunSettings
-from vitbench.specs import format_overrides, parse_field_value, spec_fields, spec_to_dict
+from vitbench.specs import format_overrides, key_data, omitted_from_key, parse_field_value, spec_fields
 from vitbench.sweeps.plan import Study, SweepPlan, measure_identity
 from vitbench.sweeps.schema import SweepFileError
 
@@ -149,8 +149,7 @@ class _ModelGrid:
         self.spec_type = spec_type
         if spec_type is not None:
             known = spec_fields(spec_type)
-            data = spec_to_dict(base.spec)
-            data.pop("name")
+            data = key_data(base.spec)
             self.names = [n for n, _ in study.grid if n in known]
             values, fragments = [], []
             for name, alternatives in study.grid:
@@ -158,14 +157,18 @@ class _ModelGrid:
                     choices: dict[Any, bytes] = {}
                     for value in alternatives:
                         parsed = _normalize(spec_type, base.spec, name, parse_field_value(spec_type, name, value))
-                        choices.setdefault(parsed, _fragment(parsed).encode())
+                        # a member of the key's JSON object with its leading comma; nothing for a
+                        # field the key leaves out at this value (see spec_key)
+                        member = b"" if omitted_from_key(spec_type, name, parsed) else f",{_dumps(name)}:{_fragment(parsed)}".encode()
+                        choices.setdefault(parsed, member)
                     values.append(list(choices))
                     fragments.append(list(choices.values()))
-            # spec_key's text, keys sorted, with a %b where each grid field's value goes
+            # spec_key's text, keys sorted, with a %b where each grid field's member goes; every
+            # member starts with a comma, and the first one is dropped when a text is made
             slot = {n: i for i, n in enumerate(self.names)}
-            order = sorted(data)
-            parts = [f"{_dumps(k)}:" + ("%b" if k in slot else _dumps(data[k]).replace("%", "%%")) for k in order]
-            self.template = ("{" + ",".join(parts) + "}").encode()
+            order = sorted(set(data) | set(slot))
+            parts = ["%b" if k in slot else f",{_dumps(k)}:{_dumps(data[k])}".replace("%", "%%") for k in order]
+            self.template = "".join(parts).encode()
             self.order = [slot[k] for k in order if k in slot]  # text order -> axis index
         else:  # a reference: overrides are builder arguments, the hash is of their text
             used: set[str] = set()
@@ -186,12 +189,20 @@ class _ModelGrid:
         """(grid values, identity text) for every combination, in grid order (the first grid
         field varies slowest)."""
         template = self.template
+        if self.spec_type is None:  # a reference: the template is the whole text
+            if not self.names:
+                yield (), template
+                return
+            pick = operator.itemgetter(*self.order) if len(self.order) > 1 else (lambda combo: combo)
+            for values, combo in zip(itertools.product(*self.values), itertools.product(*self.fragments)):
+                yield values, template % pick(combo)
+            return
         if not self.names:
-            yield (), template
+            yield (), b"{" + template.replace(b"%%", b"%")[1:] + b"}"
             return
         pick = operator.itemgetter(*self.order) if len(self.order) > 1 else (lambda combo: combo)
         for values, combo in zip(itertools.product(*self.values), itertools.product(*self.fragments)):
-            yield values, template % pick(combo)
+            yield values, b"{" + (template % pick(combo))[1:] + b"}"
 
 
 def _settings(study: Study) -> list[tuple[int, str | None, str | None, bytes]]:
