@@ -71,12 +71,14 @@ class Runner:
     def _counters(self, target: Any, config: Config, analytic: dict[str, Any]) -> dict[str, Any]:
         from vitbench.specs import spec_key
 
-        model = target.spec if target.spec is not None else target.label
-        key = (spec_key(model) if target.spec is not None else model, config.batch_size, tuple(config.counters))
+        # a reference is counted on its own library's module (timm's, not our equivalent ViT)
+        ours = target.spec is not None and target.source in ("preset", "spec")
+        identity = spec_key(target.spec) if ours else target.label
+        key = (identity, config.batch_size, tuple(config.counters))
         if key not in self._counter_cache:
             from vitbench.counters import count_record
 
-            self._counter_cache[key] = dict(count_record(model, config.batch_size, list(config.counters), analytic if "macs" in analytic else None))
+            self._counter_cache[key] = dict(count_record(target, config.batch_size, list(config.counters), analytic if "macs" in analytic else None))
         return self._counter_cache[key]
 
 
@@ -89,7 +91,7 @@ def _as_list(value: Any) -> list[Any]:
 def _measured(target: Any, config: Config) -> dict[str, Any]:
     from vitbench.measure.profile import measure
 
-    return dict(measure(target.spec if target.spec is not None else target.label, config.run_settings))
+    return dict(measure(target, config.run_settings))
 
 
 def _finish(row: dict[str, Any], started: float) -> dict[str, Any]:
