@@ -195,10 +195,17 @@ def test_command_line_settings_apply_to_every_study_of_a_file(tmp_path, capsys):
     assert capsys.readouterr().out.strip().endswith("3 configurations")
     assert main(["sweep", str(path), "--runs", "0", "--dry-run"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--runs=0: must be an integer >= 1" in err[0]
+    assert len(err) == 1 and "--runs: must be a positive integer, got '0'" in err[0]
 
 
-def test_old_flag_names_say_what_replaced_them(capsys):
-    assert main(["sweep", "--model", "mnist-vit", "--min-time", "0.5", "--dry-run"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--min-time='0.5': renamed to --min-run-time-s" in err[0]
+def test_run_setting_flags_are_the_same_as_profiles():
+    # one vocabulary (issue 10): --min-time SECONDS, --memory-limit SIZE, --timeout SECONDS
+    # set the RunSettings fields min_run_time_s, memory_limit_bytes, timeout_s in both commands
+    from vitbench.cli import build_parser
+    from vitbench.cli.sweep import build_plan
+
+    argv = ["sweep", "--model", "mnist-vit", "--stages", "analytic,measured", "--min-time", "0.5",
+            "--memory-limit", "1GiB", "--timeout", "30", "--runs", "3"]
+    (study,) = build_plan(build_parser().parse_args(argv)).studies
+    m = study.measure
+    assert (m.min_run_time_s, m.memory_limit_bytes, m.timeout_s, m.runs) == (0.5, 2**30, 30.0, 3)

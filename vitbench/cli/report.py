@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from vitbench.cli.common import positive_int
-from vitbench.settings import DEVICES
+from vitbench.cli.common import add_run_arguments, run_settings_from
 
 
 def register(subparsers) -> None:
@@ -22,9 +21,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument("source", nargs="?", metavar="RESULTS|SWEEP_FILE", help="results store/CSV or sweep file (default: the built-in study)")
     parser.add_argument("--out", metavar="DIR", help="report directory (default reports/default, or reports/NAME)")
-    parser.add_argument("--threads", type=positive_int, metavar="N", help="CPU threads for every measured study (replaces the sweep file's)")
-    parser.add_argument("--device", choices=DEVICES, help="device for every measured study (replaces the sweep file's)")
-    parser.add_argument("--runs", type=positive_int, metavar="N", help="fresh worker processes per measured configuration, pooled")
+    add_run_arguments(parser, ("device", "threads", "runs"), title="measured studies (replace the sweep file's settings)")
     parser.add_argument("--resume", action="store_true", help="for a sweep: keep rows already in DIR, run only the rest")
     parser.add_argument("--force", action="store_true", help="for results: replace a different results.csv already in DIR")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
@@ -35,11 +32,13 @@ def run(args) -> int:
     from vitbench.studies import report
     from vitbench.sweeps.progress import Progress, sigterm_as_interrupt
 
+    settings = run_settings_from(args)
     progress = Progress(sys.stderr, quiet=args.quiet, desc="study")
     try:
         with sigterm_as_interrupt():
             result = report(
-                args.source, args.out, threads=args.threads, device=args.device, runs=args.runs,
+                args.source, args.out, threads=settings.get("threads"), device=settings.get("device"),
+                runs=settings.get("runs"),
                 resume=args.resume, force=args.force, on_start=progress.on_start, on_row=progress.on_row,
             )
     finally:

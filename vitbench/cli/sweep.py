@@ -6,38 +6,27 @@ import argparse
 import sys
 from typing import Any
 
-from vitbench.cli.common import add_override_arguments, field_flag, positive_int, values_from
+from vitbench.cli.common import (
+    RUN_FLAG_OF,
+    add_override_arguments,
+    add_run_arguments,
+    field_flag,
+    positive_int,
+    run_settings_from,
+    values_from,
+)
 
-#: measured-stage flags: every RunSettings field but the batch size (a grid axis) and
-#: ``attention`` (the spec field of the same name is the grid axis --attention)
-MEASURE_HELP = {
-    "device": "auto, cpu or cuda (default auto)",
-    "mode": "infer and/or train, comma-separated (default infer)",
-    "precision": "fp32, bf16, fp16, comma-separated (default fp32)",
-    "min_run_time_s": "minimum timed seconds per run (default 1)",
-    "warmup": "warm-up steps per run (default 3)",
-    "threads": "CPU threads (default: the free cores)",
-    "runs": "fresh worker processes per configuration (default 5)",
-    "optimizer": "adamw, sgd or sgd-momentum (train mode)",
-}
-RENAMED_FLAGS = {"--min-time": "--min-run-time-s"}
+#: the measured stage's settings: every RunSettings field but the batch size (a grid axis of
+#: its own, --batch-size) and those that make no sense across a grid (per-configuration traces)
+MEASURE_FIELDS = (
+    "device", "mode", "precision", "channels_last", "compile", "threads", "optimizer", "runs", "clock",
+    "min_run_time_s", "warmup", "min_samples", "memory", "isolate", "timeout_s", "peak_flops",
+    "peak_bandwidth", "memory_limit_bytes", "memory_check", "max_batch_size",
+)
+
 #: --dry-run lists every configuration of a grid up to this size, else the first DRY_RUN_HEAD
 DRY_RUN_ROWS = 1000
 DRY_RUN_HEAD = 20
-
-
-def _measure_flags() -> list[tuple[str, Any]]:
-    """(RunSettings field, its default) for each measured-stage flag. Booleans are switches:
-    ``--compile`` (default false) or ``--no-memory`` (default true)."""
-    from dataclasses import fields
-
-    from vitbench.settings import RunSettings
-    from vitbench.specs import SPEC_TYPES, spec_fields
-    from vitbench.sweeps.schema import measure_keys
-
-    spec_names = {n for t in SPEC_TYPES.values() for n in spec_fields(t)}
-    defaults = {f.name: f.default for f in fields(RunSettings)}
-    return [(k, defaults[k]) for k in measure_keys() if k not in spec_names]
 
 
 def register(subparsers) -> None:
@@ -56,17 +45,7 @@ def register(subparsers) -> None:
     parser.add_argument("--batch-size", dest="batch_sizes", metavar="B1,B2", help="comma-separated batch sizes (default 1)")
     parser.add_argument("--stages", metavar="S1,S2", help="comma-separated: analytic, counters, measured (default analytic)")
     parser.add_argument("--counters", metavar="C1,C2", help="counters stage: fvcore, dispatch (default both)")
-    measured = parser.add_argument_group("measured stage", "RunSettings fields, the same names as a sweep file's measure: keys")
-    for name, default in _measure_flags():
-        flag, dest, text = "--" + name.replace("_", "-"), f"measure_{name}", MEASURE_HELP.get(name, f"RunSettings.{name}")
-        if default is False:  # a switch, as in `vitbench profile`
-            measured.add_argument(flag, dest=dest, action="store_const", const=True, help=f"RunSettings.{name} = true")
-        elif default is True:
-            measured.add_argument(f"--no-{name.replace('_', '-')}", dest=dest, action="store_const", const=False, help=f"RunSettings.{name} = false")
-        else:
-            measured.add_argument(flag, dest=dest, metavar="VALUE", help=text)
-    for old in RENAMED_FLAGS:
-        measured.add_argument(old, dest=f"renamed_{old[2:]}", help=argparse.SUPPRESS)
+    add_run_arguments(parser, MEASURE_FIELDS, title="measured stage (the same flags as `vitbench profile`)")
     run_group = parser.add_argument_group("running")
     run_group.add_argument("--name", help="sweep name (default: the file's name, or 'sweep')")
     run_group.add_argument("--out", metavar="DIR", help="results store directory (default results/NAME)")
@@ -103,6 +82,8 @@ def _flag(key: str) -> str:
     if key.startswith("grid."):
         return field_flag(key[len("grid."):])
     last = key.rsplit(".", 1)[-1]
+    if last in RUN_FLAG_OF:
+        return RUN_FLAG_OF[last]
     last = {"models": "model", "batch_sizes": "batch_size"}.get(last, last)
     return "--" + last.replace("_", "-")
 
@@ -110,16 +91,7 @@ def _flag(key: str) -> str:
 def build_plan(args: argparse.Namespace):
     from vitbench.sweeps.plan import build_plan as build
 
-    for old, new in RENAMED_FLAGS.items():
-        value = getattr(args, f"renamed_{old[2:]}")
-        if value is not None:
-            from vitbench.sweeps.schema import SweepFileError
-
-            raise SweepFileError(f"{old}={value!r}: renamed to {new} (the RunSettings field min_run_time_s)")
-    measure: dict[str, Any] = {k[len("measure_"):]: v for k, v in vars(args).items() if k.startswith("measure_") and v is not None}
-    for key in ("mode", "precision"):
-        if key in measure:
-            measure[key] = _split(measure[key])
+    measure = run_settings_from(args)
     return build(
         args.sweep_file, models=_split(args.models), grid=values_from(args, "grid_"),
         batch_sizes=_split(args.batch_sizes), stages=_split(args.stages), counters=_split(args.counters),
