@@ -7,8 +7,9 @@ analytic formulas, counters, measurement, result keys) takes a spec. One module 
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Any, Union
 
+from vitbench.errors import SpecError
 from vitbench.specs.cnn import RESNET_BLOCKS, RESNET_STEMS, PlainCNNSpec, ResNetSpec
 from vitbench.specs.convnext import ConvNeXtSpec
 from vitbench.specs.swin import SWIN_VERSIONS, SwinSpec
@@ -23,7 +24,6 @@ from vitbench.specs.text import (
     parse_field_value,
     spec_fields,
     split_alternatives,
-    spec_from_dict,
     spec_key,
     spec_to_dict,
     with_overrides,
@@ -34,6 +34,23 @@ ModelSpec = Union[ViTSpec, ResNetSpec, PlainCNNSpec, SwinSpec, ConvNeXtSpec]
 SPEC_TYPES: dict[str, type] = {
     cls.kind: cls for cls in (ViTSpec, ResNetSpec, PlainCNNSpec, SwinSpec, ConvNeXtSpec)
 }
+
+
+def spec_from_dict(data: dict[str, Any]) -> ModelSpec:
+    """The spec of a plain dict (``kind`` names the class); inverse of :func:`spec_to_dict`."""
+    data = dict(data)
+    kind = data.pop("kind", "vit")
+    if kind not in SPEC_TYPES:
+        raise SpecError("kind", kind, f"must be one of {', '.join(SPEC_TYPES)}")
+    spec_type = SPEC_TYPES[kind]
+    for name in data:
+        if name not in spec_fields(spec_type):
+            raise SpecError(name, data[name], f"unknown field for a {kind} model")
+    for name, value in data.items():  # JSON lists back to the tuples the specs hold
+        if isinstance(value, list):
+            data[name] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+    return spec_type(**data)
+
 
 __all__ = [
     "ViTSpec",

@@ -19,12 +19,6 @@ _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
 
-def spec_types() -> dict[str, type]:
-    from vitbench.specs import SPEC_TYPES
-
-    return SPEC_TYPES
-
-
 def spec_fields(spec_type: type) -> dict[str, dataclasses.Field]:
     return {f.name: f for f in fields(spec_type)}
 
@@ -148,22 +142,6 @@ def spec_to_dict(spec: Any) -> dict[str, Any]:
             value = [list(v) if isinstance(v, tuple) else v for v in value]
         out[f.name] = value
     return out
-
-
-def spec_from_dict(data: dict[str, Any]) -> Any:
-    data = dict(data)
-    kind = data.pop("kind", "vit")
-    types = spec_types()
-    if kind not in types:
-        raise SpecError("kind", kind, f"must be one of {', '.join(types)}")
-    spec_type = types[kind]
-    for name in data:
-        if name not in spec_fields(spec_type):
-            raise SpecError(name, data[name], f"unknown field for a {kind} model")
-    for name, value in data.items():  # JSON lists back to the tuples the specs hold
-        if isinstance(value, list):
-            data[name] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
-    return spec_type(**data)
 
 
 #: The fields each kind had when spec keys were first recorded (results schema 1). A spec key
