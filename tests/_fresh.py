@@ -16,7 +16,7 @@ def in_fresh_process(test):
         if os.environ.get("VITBENCH_FRESH_PROCESS") == marker:
             return test(*args, **kwargs)
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "slow or not slow",
              f"{inspect.getfile(test)}::{test.__name__}"],
             env={**os.environ, "VITBENCH_FRESH_PROCESS": marker},
             capture_output=True, text=True, check=False,

@@ -10,7 +10,7 @@ import pytest
 
 from vitbench.cli import main
 
-FAST = ["--device", "cpu", "--min-time", "0.05", "--warmup", "1", "--threads", "1", "--no-memory"]
+FAST = ["--device", "cpu", "--min-time", "0.05", "--warmup", "1", "--threads", "1", "--no-memory", "--runs", "1"]
 
 
 def _json(capsys) -> list[dict]:
@@ -44,13 +44,33 @@ def test_profile_csv_keeps_raw_samples(capsys):
 
 
 def test_multi_config_run_continues_after_oom(capsys):
-    # batch 10^9 needs ~3 TB for the MNIST input alone: an allocation failure, caught
-    code = main(["profile", "mnist-vit", "--batch-size", "1000000000,2", "--format", "json", *FAST])
+    # batch 10^9 needs ~3 TB for the MNIST input alone: an allocation failure, caught (run
+    # anyway: by default the memory model refuses it, below)
+    code = main(["profile", "mnist-vit", "--batch-size", "1000000000,2", "--no-memory-check", "--format", "json", *FAST])
     captured = capsys.readouterr()
     rows = json.loads(captured.out)["records"]
     assert code == 0  # an OOM row is a result, not a failure of the tool
     assert [r["status"] for r in rows] == ["oom", "ok"]
     assert "oom: mnist-vit (batch 1000000000" in captured.err
+
+
+def test_refused_rows_carry_identity_and_the_reason(capsys):
+    from vitbench.analytic import complexity
+    from vitbench.presets import resolve
+
+    code = main(["profile", "mnist-vit", "--batch-size", "1000000000", "--format", "json", *FAST])
+    captured = capsys.readouterr()
+    (r,) = json.loads(captured.out)["records"]
+    assert code == 0 and r["status"] == "refused" and "this machine's memory" in r["error"]
+    expected = complexity(resolve("mnist-vit"), 10**9)
+    assert r["params"] == expected.params and r["macs"] == expected.macs and r["img_size"] == 28
+    assert "refused: mnist-vit (batch 1000000000" in captured.err
+
+
+def test_timeout_without_isolate_is_honoured(capsys):
+    code = main(["profile", "mnist-vit", "--timeout", "0.001", "--format", "json", *FAST])
+    (r,) = _json(capsys)
+    assert code == 3 and r["status"] == "error" and "timed out after 0.001 s" in r["error"]
 
 
 def test_profile_with_memory_limit_and_auto(capsys):
@@ -94,3 +114,30 @@ def test_selftest_subset_passes(capsys):
     assert main(["selftest", "--device", "cpu", "--only", "environment", "--only", "timing", "--only", "peak-memory"]) == 0
     out = capsys.readouterr().out
     assert out.count("PASS") == 3 and "FAIL" not in out
+
+
+def test_run_flags_are_one_vocabulary_with_units():
+    import argparse
+
+    from vitbench.cli.common import add_run_arguments, parse_quantity, parse_size, run_settings_from
+    from vitbench.settings import RunSettings
+
+    assert parse_size("512MiB") == 512 * 2**20 and parse_size("2GB") == 2 * 10**9 and parse_size("4096") == 4096
+    assert parse_quantity("989T") == 989e12 and parse_quantity("3.35e12") == 3.35e12
+    for bad in ("lots", "0", "1e9GiB", "-1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_size(bad)
+    parser = argparse.ArgumentParser()
+    add_run_arguments(parser)
+    args = parser.parse_args(["--min-time", "0.5", "--memory-limit", "1GiB", "--timeout", "30", "--runs", "3",
+                              "--no-memory", "--no-memory-check", "--clock", "cpu", "--mode", "infer,train"])
+    values = run_settings_from(args)
+    assert values == {"min_run_time_s": 0.5, "memory_limit_bytes": 2**30, "timeout_s": 30.0, "runs": 3,
+                      "memory": False, "memory_check": False, "clock": "cpu", "mode": ["infer", "train"]}
+    scalars = {k: v for k, v in values.items() if not isinstance(v, list)}
+    assert RunSettings(**scalars).in_worker  # every flag names a RunSettings field
+    only = argparse.ArgumentParser()
+    add_run_arguments(only, fields=("device", "threads", "runs"))
+    assert run_settings_from(only.parse_args(["--threads", "2"])) == {"threads": 2}
+    with pytest.raises(SystemExit):
+        only.parse_args(["--min-time", "1"])

@@ -111,7 +111,7 @@ def _analytic_store(path, extra=()):
 
 def test_source_sections_only_in_the_default_study(tmp_path):
     from vitbench.reporting.study import render_report
-    from vitbench.results import read_results
+    from vitbench.reading import read_results
 
     extra = [("cifar-vit/4", {"patch_size": p}) for p in (4, 8, 16)] + [(f"vit-s/{p}", {}) for p in (8, 16, 32)]
     _analytic_store(tmp_path / "store", extra)
@@ -186,7 +186,7 @@ def test_measure_flags_reach_the_measured_rows(tmp_path):
         "measure: {device: auto, threads: 2, mode: [infer], min_run_time_s: 0.05, warmup: 1}\n"
     )
     assert main(["report", str(path), "--out", str(tmp_path / "rep"), "-q", "--threads", "1", "--device", "cpu", "--runs", "2"]) == 0
-    from vitbench.results import read_results
+    from vitbench.reading import read_results
 
     (row,) = [r for r in read_results(tmp_path / "rep")[0] if r.get("throughput_img_s")]
     assert (row["threads"], row["device"], row["runs"]) == (1, "cpu", 2)

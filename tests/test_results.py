@@ -1,4 +1,4 @@
-"""The one results reader (``vitbench.results.read_results``) and the exact CSV writer."""
+"""The one results reader (``vitbench.reading.read_results``) and the exact CSV writer."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from vitbench.results import (
     csv_text,
     identity_columns,
     read_csv_records,
-    read_results,
     write_csv,
 )
+from vitbench.reading import read_results
 
 BIG = 2**53 + 1  # the first integer a float64 cannot hold
 

@@ -8,7 +8,7 @@ import csv
 import pytest
 
 from vitbench.cli import main
-from vitbench.results import read_results
+from vitbench.reading import read_results
 from vitbench.sweeps.export import export_store
 from vitbench.sweeps.merging import merge
 from vitbench.sweeps.store import Store, read_store

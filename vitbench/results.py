@@ -161,56 +161,11 @@ _TEXT_SUFFIXES = ("_version", "_key", "_id")
 _FLOAT_SUFFIXES = ("_s", "_share", "_ratio", "_cv", "_fraction", "_pct", "mfu", "_per_image")
 
 
-def read_results(source: Any, role: str = "results") -> tuple[Records, dict[str, Any]]:
-    """Records and metadata from any results source.
-
-    ``source``: a CSV file, a JSON results file (``{"schema_version", "records"}`` or a list of
-    records), a sweep store directory, a list of record dicts, or a pandas DataFrame. Returns
-    (records, metadata): the JSON object's other members, the store's information, else {}.
-    Cells: integers exact, JSON-encoded lists (``samples_s``, ``run_medians_s``) as lists, empty
-    and NaN as None. Errors: one-line :class:`InputFileError` naming ``role`` and the file.
-    """
-    if isinstance(source, (str, os.PathLike)):
-        path = Path(source)
-        where = f"{role} file={str(path)!r}"
-        if path.is_dir():
-            records, metadata = _read_store_dir(path, role)
-            return Records(_normalized(r) for r in records), metadata
-        text = read_input_text(path, where)
-        if path.suffix.lower() == ".json" or text.lstrip()[:1] in ("{", "["):
-            records, metadata = records_from_json(text, where)
-        else:
-            records, metadata = records_from_csv(text, where), {}
-    elif hasattr(source, "to_dict") and hasattr(source, "columns"):  # a pandas DataFrame
-        where = f"{role} records"
-        records, metadata = source.to_dict(orient="records"), {}
-    elif isinstance(source, Mapping):
-        raise InputFileError(f"{role} records: expected a list of records, got one mapping")
-    else:
-        where = f"{role} records"
-        records, metadata = list(source), {}
-    if not all(isinstance(r, Mapping) for r in records):
-        raise InputFileError(f"{where}: records must be objects (column -> value)")
-    return Records(_normalized(r) for r in records), metadata
-
-
-def _read_store_dir(path: Path, role: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """A sweep store directory: the store module reads its own layout (rows, raw samples)."""
-    from vitbench.sweeps.store import read_store
-
-    try:
-        return read_store(path)
-    except InputFileError as exc:
-        if role == "results":
-            raise
-        raise InputFileError(f"{role} {exc}") from None
-
-
 def read_csv_records(path: str | os.PathLike) -> Records:
     """The records of a results CSV file (typed as :func:`records_from_csv` says)."""
     path = Path(path)
     where = f"file={str(path)!r}"
-    return Records(_normalized(r) for r in records_from_csv(read_input_text(path, where), where))
+    return Records(normalize_record(r) for r in records_from_csv(read_input_text(path, where), where))
 
 
 def records_from_json(text: str, where: str) -> tuple[list[Any], dict[str, Any]]:
@@ -306,7 +261,7 @@ def _list_or_text(text: str) -> Any:
     return text
 
 
-def _normalized(record: Mapping[str, Any]) -> dict[str, Any]:
+def normalize_record(record: Mapping[str, Any]) -> dict[str, Any]:
     """A record with plain Python cells: NaN -> None, numpy scalars -> int/float, JSON-encoded
     list text -> list."""
     out = {}

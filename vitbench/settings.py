@@ -23,12 +23,20 @@ OPTIMIZERS = ("adamw", "sgd", "sgd-momentum")
 COUNTERS = ("fvcore", "dispatch")
 #: what ``analyze --counters`` may ask for: the formulas and the traced counters
 COUNT_METHODS = ("analytic", *COUNTERS)
+#: fresh worker processes per measured configuration by default: the per-run medians are the
+#: replicates of the gate's between-run test, and one disturbed run of five moves their median
+#: little (pyperf runs 20 processes; 5 keeps a profile of one model under half a minute)
+DEFAULT_RUNS = 5
+#: what a timing sample measures: ``wall`` = elapsed time (what a user waits for); ``cpu`` = the
+#: process's CPU time per thread (what the step costs when it has the cores to itself: on a
+#: time-shared machine it grows far less than wall time; Google Benchmark's default clock). CPU only.
+CLOCKS = ("wall", "cpu")
 #: the stages of a sweep row
 STAGES = ("analytic", "counters", "measured")
 
 __all__ = [
     "ATTENTIONS", "COUNTERS", "COUNT_METHODS", "DEVICES", "MODES", "OPTIMIZERS", "PRECISIONS",
-    "STAGES", "RunSettings", "settings_fields",
+    "STAGES", "CLOCKS", "DEFAULT_RUNS", "RunSettings", "settings_fields",
 ]
 
 BatchSize = Union[int, str]
@@ -47,12 +55,22 @@ def _positive_number(name: str, value: Any, allow_none: bool = True) -> None:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """How one configuration is measured. ``batch_size='auto'`` searches for the largest batch
-    that fits (doubling, then bisection). Extra fields beyond the shared interface:
-    ``peak_flops`` / ``peak_bandwidth`` (FLOP/s, bytes/s: override the device table, needed for
-    MFU on a CPU), ``memory_limit_bytes`` (an artificial cap: a fraction of the GPU, or an
-    address-space data limit on the CPU), ``max_batch_size`` (upper end of the auto search),
-    ``min_samples`` and ``timeout_s`` (per isolated configuration)."""
+    """How one configuration is measured.
+
+    ``batch_size='auto'``: the largest batch the memory model (``vitbench plan``) predicts to fit
+    the memory budget (``memory_limit_bytes``, else the machine's available memory), verified by
+    running it and backed off while it does not fit. ``threads=None``: the free cores of a busy
+    machine (affinity less what other processes use, at least 1). ``runs``: fresh worker
+    processes per configuration, pooled (``run_medians_s`` carries the between-run spread);
+    ``runs=1`` with ``isolate=False`` measures in this process. ``timeout_s`` applies to each
+    worker (a timeout alone makes the run a worker). ``memory_limit_bytes``: a cap from the
+    first allocation (a fraction of the GPU, or an RLIMIT_DATA data limit on the CPU) that the
+    measured peak is verified against. ``memory_check``: refuse, without running, a
+    configuration the memory model predicts over the cap or over the machine's memory.
+    ``clock``: what the timing samples measure (``CLOCKS``: wall time, or the process's CPU
+    time per thread, which a busy machine inflates far less).
+    ``peak_flops`` / ``peak_bandwidth`` (FLOP/s, bytes/s) override the device table (needed for
+    MFU on a CPU); ``max_batch_size`` bounds the auto batch size."""
 
     device: str = "auto"
     mode: str = "infer"
@@ -74,6 +92,9 @@ class RunSettings:
     max_batch_size: int = 4096
     min_samples: int = 5
     timeout_s: float | None = None
+    runs: int = DEFAULT_RUNS
+    memory_check: bool = True
+    clock: str = "wall"
 
     def __post_init__(self) -> None:
         for name, choices in (
@@ -82,13 +103,14 @@ class RunSettings:
             ("precision", PRECISIONS),
             ("attention", (None, *ATTENTIONS)),
             ("optimizer", OPTIMIZERS),
+            ("clock", CLOCKS),
         ):
             if getattr(self, name) not in choices:
                 shown = ", ".join("none" if c is None else c for c in choices)
                 raise SpecError(name, getattr(self, name), f"must be one of {shown}")
         if self.batch_size != "auto" and not (_is_int(self.batch_size) and self.batch_size > 0):
             raise SpecError("batch_size", self.batch_size, "must be a positive integer or 'auto'")
-        for name in ("channels_last", "compile", "memory", "isolate"):
+        for name in ("channels_last", "compile", "memory", "isolate", "memory_check"):
             if not isinstance(getattr(self, name), bool):
                 raise SpecError(name, getattr(self, name), "must be true or false")
         if self.threads is not None and not (_is_int(self.threads) and self.threads > 0):
@@ -97,6 +119,8 @@ class RunSettings:
             raise SpecError("warmup", self.warmup, "must be an integer >= 1")
         if not (_is_int(self.min_samples) and self.min_samples >= 1):
             raise SpecError("min_samples", self.min_samples, "must be an integer >= 1")
+        if not (_is_int(self.runs) and self.runs >= 1):
+            raise SpecError("runs", self.runs, "must be an integer >= 1")
         if not (_is_int(self.max_batch_size) and self.max_batch_size >= 1):
             raise SpecError("max_batch_size", self.max_batch_size, "must be a positive integer")
         _positive_number("min_run_time_s", self.min_run_time_s, allow_none=False)
@@ -106,10 +130,17 @@ class RunSettings:
             _is_int(self.memory_limit_bytes) and self.memory_limit_bytes > 0
         ):
             raise SpecError("memory_limit_bytes", self.memory_limit_bytes, "must be a positive integer")
+        if self.device == "cuda" and self.clock == "cpu":
+            raise SpecError("clock", "cpu", "the CPU-time clock is for --device cpu (on CUDA the CPU only launches kernels)")
         if self.device == "cpu" and self.precision == "fp16":
             raise SpecError(
                 "precision", "fp16", "fp16 autocast needs --device cuda; use bf16 or fp32 on the CPU"
             )
+
+    @property
+    def in_worker(self) -> bool:
+        """Whether each run happens in a fresh worker process (``vitbench.measure.worker``)."""
+        return self.runs > 1 or self.isolate or self.timeout_s is not None
 
     def replace(self, **changes: Any) -> "RunSettings":
         return replace(self, **changes)

@@ -85,7 +85,7 @@ def report(
 
 def _read(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Records and metadata of a store directory or results file (the one results reader)."""
-    from vitbench.results import read_results
+    from vitbench.reading import read_results
 
     return read_results(path)
 

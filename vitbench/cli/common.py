@@ -1,9 +1,12 @@
-"""Argument helpers shared by subcommands: model lists, spec-field overrides, output format."""
+"""Argument helpers shared by subcommands: model lists, spec-field overrides, output format, and the
+run-setting flags (one vocabulary for every command that measures)."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from collections.abc import Iterable
 from dataclasses import fields
 from typing import Any
 
@@ -75,24 +78,23 @@ def overrides_from(args: argparse.Namespace) -> dict[str, list[str]]:
     return values_from(args, "override_")
 
 
-def non_negative_int(text: str) -> int:
+def _checked(text: str, convert, kind: str, ok, rule: str):
+    """``convert(text)`` if it parses and ``ok(value)``; else argparse's one-line error."""
     try:
-        value = int(text)
+        value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid non-negative integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
+        raise argparse.ArgumentTypeError(f"invalid {kind}: {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    return _checked(text, int, "non-negative integer", lambda v: v >= 0, "0 or more")
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid positive integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
+    return _checked(text, int, "positive integer", lambda v: v > 0, "a positive integer")
 
 
 def add_format_argument(parser: argparse.ArgumentParser, default: str = "table") -> None:
@@ -108,3 +110,130 @@ def emit(args: argparse.Namespace, records, columns=None) -> None:
         atomic_write_text(args.output, text if text.endswith("\n") else text + "\n")
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+# --- run-setting flags: ONE vocabulary for profile, sweep, report and plan (issue 10) ----------
+# Each flag is the user's word, with units, for one RunSettings field (`--min-time SECONDS` ->
+# min_run_time_s, `--memory-limit SIZE` -> memory_limit_bytes, `--timeout SECONDS` -> timeout_s);
+# every flag defaults to None, so RunSettings' own defaults apply to what is not given.
+
+_SI = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15}
+_SIZE_UNITS = {
+    "": 1, "b": 1,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+}
+_NUMBER_UNIT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_quantity(text: str) -> float:
+    """'312e12', '312T', '1.5G' -> a positive number; k M G T P are powers of 1000."""
+    match = _NUMBER_UNIT.match(text)
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in _SI:
+        raise argparse.ArgumentTypeError(f"invalid quantity: {text!r} (e.g. 312e12, 312T, 3.35T)")
+    value = float(match.group(1)) * _SI[unit]
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return value
+
+
+def parse_size(text: str) -> int:
+    """'24GiB' -> 25769803776, '24GB' -> 24000000000, '1.5 MiB', '4096' (bytes).
+    KiB MiB GiB TiB are powers of 1024; KB MB GB TB powers of 1000; units are case-blind."""
+    match = _SIZE.match(text)
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in _SIZE_UNITS:
+        raise argparse.ArgumentTypeError(
+            f"invalid memory size {text!r} (a number of bytes, or with a unit: "
+            "KiB MiB GiB TiB, KB MB GB TB; e.g. 24GiB)"
+        )
+    value = int(float(match.group(1)) * _SIZE_UNITS[unit])
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"invalid memory size {text!r} (must be more than 0 bytes)")
+    return value
+
+
+def positive_float(text: str) -> float:
+    return _checked(text, float, "number", lambda v: 0 < v < float("inf"), "a positive number")
+
+
+def choice_list(kind: str, choices: tuple[str, ...]):
+    """A comma-separated list of choices -> list (one configuration each)."""
+
+    def parse(text: str) -> list[str]:
+        values = [v.strip() for v in text.split(",") if v.strip()]
+        bad = [v for v in values if v not in choices]
+        if not values or bad:
+            raise argparse.ArgumentTypeError(f"invalid {kind} {text!r}: choose from {', '.join(choices)} (comma-separated)")
+        return values
+
+    return parse
+
+
+def batch_sizes(text: str) -> list:
+    """'1,8,auto' -> [1, 8, 'auto']."""
+    values: list = []
+    for part in (p.strip() for p in text.split(",")):
+        if part == "auto":
+            values.append("auto")
+            continue
+        number = int(part) if part.isdigit() else 0
+        if number <= 0:
+            raise argparse.ArgumentTypeError(f"invalid batch size {part!r}: a positive integer or 'auto'")
+        values.append(number)
+    return values
+
+
+def _run_flags() -> list[tuple[str, str, dict[str, Any]]]:
+    """(flag, RunSettings field, add_argument keywords) of every run-setting flag."""
+    from vitbench.settings import CLOCKS, DEFAULT_RUNS, DEVICES, MODES, OPTIMIZERS, PRECISIONS
+
+    on = dict(action="store_const", const=True)
+    off = dict(action="store_const", const=False)
+    return [
+        ("--device", "device", dict(choices=DEVICES, help="default: cuda if available, else cpu")),
+        ("--mode", "mode", dict(type=choice_list("mode", MODES), metavar="MODE", help="infer and/or train (comma-separated; default infer)")),
+        ("--batch-size", "batch_size", dict(type=batch_sizes, metavar="N|auto", help="images per step, comma-separated; 'auto' = the largest the memory model fits, verified (default 1)")),
+        ("--precision", "precision", dict(type=choice_list("precision", PRECISIONS), metavar="PRECISION", help="fp32, bf16 or fp16 (autocast; fp16 needs CUDA), comma-separated")),
+        ("--channels-last", "channels_last", dict(on, help="channels-last memory format for model and input")),
+        ("--compile", "compile", dict(on, help="torch.compile the model (compilation happens in the warm-up)")),
+        ("--threads", "threads", dict(type=positive_int, metavar="N", help="CPU threads (torch.set_num_threads) (default: the free cores, i.e. this process's CPUs less those other processes keep busy, at least 1)")),
+        ("--optimizer", "optimizer", dict(choices=OPTIMIZERS, help="training optimizer (default adamw; sgd is plain SGD, sgd-momentum uses momentum 0.9)")),
+        ("--runs", "runs", dict(type=positive_int, metavar="N", help=f"fresh worker processes per configuration, pooled; the gate compares their medians (default {DEFAULT_RUNS}; 1 measures in this process)")),
+        ("--clock", "clock", dict(choices=CLOCKS, help="what the timing measures: wall = elapsed time (default); cpu = this process's CPU time per thread, which other processes on a busy machine inflate far less (CPU only; for gating on a shared CI runner)")),
+        ("--min-time", "min_run_time_s", dict(type=positive_float, metavar="SECONDS", help="minimum timed seconds per run (default 1)")),
+        ("--warmup", "warmup", dict(type=positive_int, metavar="N", help="warm-up steps before timing (default 3)")),
+        ("--min-samples", "min_samples", dict(type=positive_int, metavar="N", help="at least this many timing samples per run (default 5)")),
+        ("--no-memory", "memory", dict(off, help="skip the separate peak-memory pass (it still runs under --memory-limit, to verify the cap)")),
+        ("--trace-dir", "trace_dir", dict(metavar="DIR", help="write a torch.profiler trace per configuration (TensorBoard / Perfetto)")),
+        ("--isolate", "isolate", dict(on, help="with --runs 1: measure in a fresh worker process all the same")),
+        ("--timeout", "timeout_s", dict(type=positive_float, metavar="SECONDS", help="give up on a run after this long (each run then happens in a worker process)")),
+        ("--peak-flops", "peak_flops", dict(type=parse_quantity, metavar="FLOP/S", help="device peak FLOP/s for MFU (e.g. 989e12 or 989T; overrides the GPU table; needed on a CPU)")),
+        ("--peak-bandwidth", "peak_bandwidth", dict(type=parse_quantity, metavar="BYTES/S", help="device memory bandwidth for the roofline label (e.g. 3.35e12 or 3.35T)")),
+        ("--memory-limit", "memory_limit_bytes", dict(type=parse_size, metavar="SIZE", help="memory cap from the first allocation (512MiB, 2GB, bytes): a GPU memory fraction, or a data-size limit on the CPU; the measured peak is verified against it")),
+        ("--no-memory-check", "memory_check", dict(off, help="run configurations the memory model predicts over --memory-limit or the device's memory (refused by default)")),
+        ("--max-batch-size", "max_batch_size", dict(type=positive_int, metavar="N", help="upper end of --batch-size auto (default 4096)")),
+    ]
+
+
+#: RunSettings field -> its command-line flag, the same in every command
+RUN_FLAG_OF = {"min_run_time_s": "--min-time", "timeout_s": "--timeout", "memory_limit_bytes": "--memory-limit",
+               "memory": "--no-memory", "memory_check": "--no-memory-check"}
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, fields: Iterable[str] | None = None,
+                      title: str = "measurement") -> None:
+    """The run-setting flags (of ``fields``, RunSettings field names; default all) in a group.
+    ``--mode``, ``--precision`` and ``--batch-size`` take comma-separated lists."""
+    wanted = None if fields is None else set(fields)
+    group = parser.add_argument_group(title)
+    for flag, field, keywords in _run_flags():
+        if wanted is None or field in wanted:
+            group.add_argument(flag, dest=f"run_{field}", default=None, **keywords)
+
+
+def run_settings_from(args: argparse.Namespace) -> dict[str, Any]:
+    """The run-setting flags given -> {RunSettings field: value} (lists for the list flags)."""
+    return {key[len("run_"):]: value for key, value in vars(args).items() if key.startswith("run_") and value is not None}

@@ -6,18 +6,9 @@ Predictions come from the analytic memory model (vitbench.analytic.memory, whose
 
 from __future__ import annotations
 
-import argparse
-import re
-
 from vitbench.cli.common import add_format_argument, add_model_arguments, emit, overrides_from, positive_int
+from vitbench.cli.common import parse_size as parse_memory
 from vitbench.settings import MODES, OPTIMIZERS, PRECISIONS
-
-_UNITS = {
-    "": 1, "b": 1,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-}
-_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*$")
 
 TABLE_COLUMNS = [
     "model", "img_size", "batch_size", "params", "macs", "mode", "precision",
@@ -25,22 +16,6 @@ TABLE_COLUMNS = [
     "pred_activations_bytes", "pred_attention_matrix_bytes", "pred_peak_memory_bytes",
 ]
 PLAN_COLUMNS = ["memory_bytes", "max_batch_size"]
-
-
-def parse_memory(text: str) -> int:
-    """'24GiB' -> 25769803776, '24GB' -> 24000000000, '1.5 MiB', '4096' (bytes).
-    KiB MiB GiB TiB are powers of 1024; KB MB GB TB powers of 1000; units are case-blind."""
-    match = _SIZE.match(text)
-    unit = match.group(2).lower() if match else None
-    if not match or unit not in _UNITS:
-        raise argparse.ArgumentTypeError(
-            f"invalid memory size {text!r} (a number of bytes, or with a unit: "
-            "KiB MiB GiB TiB, KB MB GB TB; e.g. 24GiB)"
-        )
-    value = int(float(match.group(1)) * _UNITS[unit])
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"invalid memory size {text!r} (must be more than 0 bytes)")
-    return value
 
 
 def register(subparsers) -> None:

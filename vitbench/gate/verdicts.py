@@ -42,10 +42,10 @@ ENV_COLUMNS = ("env_device_name", "env_torch", "env_cuda", "env_driver", "env_cp
 
 
 def load_results(source: Any, role: str = "results", metrics: Iterable[str] = ()) -> list[dict[str, Any]]:
-    """Records of any results source (:func:`vitbench.results.read_results`), checked to be
+    """Records of any results source (:func:`vitbench.reading.read_results`), checked to be
     vitbench results: a ``model`` column and at least one metric column (a known metric such
     as ``macs``, or one of ``metrics``, the columns rules name)."""
-    from vitbench.results import read_results
+    from vitbench.reading import read_results
 
     records, _ = read_results(source, role)
     is_file = isinstance(source, (str, os.PathLike))

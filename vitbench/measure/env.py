@@ -1,13 +1,17 @@
-"""The environment a measurement ran in, recorded as ``env_*`` columns with every result."""
+"""The environment a measurement runs in: the device it resolves to, the settings it can honour,
+the CPU thread count, and the ``env_*`` columns recorded with every result (the software and
+hardware; the machine's changing state is :mod:`vitbench.measure.machine`)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import platform
-import shutil
-import subprocess
+from collections.abc import Iterator
 from typing import Any
+
+from vitbench.settings import RunSettings
 
 
 def resolve_device(device: str) -> str:
@@ -40,16 +44,9 @@ def cpu_model() -> str:
 @functools.lru_cache(maxsize=1)
 def nvidia_driver() -> str | None:
     """The NVIDIA driver version (e.g. '550.54.15') from nvidia-smi; None when unavailable."""
-    exe = shutil.which("nvidia-smi")
-    if not exe:
-        return None
-    try:
-        out = subprocess.run(
-            [exe, "--query-gpu=driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
+    from vitbench.measure.machine import nvidia_smi
+
+    out = nvidia_smi("--query-gpu=driver_version", "--format=csv,noheader") or ""
     return out.strip().splitlines()[0].strip() if out.strip() else None
 
 
@@ -80,3 +77,58 @@ def environment(device: str) -> dict[str, Any]:
         record["env_driver"] = nvidia_driver()
         record["env_cudnn"] = torch.backends.cudnn.version()
     return record
+
+
+def validate_settings(settings: RunSettings) -> str:
+    """The device ``settings`` will run on; :class:`SpecError` if it cannot (no CUDA, fp16 on
+    the CPU). Check every configuration with this before running any."""
+    from vitbench.measure.workload import check_precision
+
+    device = resolve_device(settings.device)
+    check_precision(device, settings.precision)
+    if settings.clock == "cpu" and device.startswith("cuda"):
+        from vitbench.errors import SpecError
+
+        raise SpecError("clock", "cpu", "the CPU-time clock is for --device cpu (on CUDA the CPU only launches kernels)")
+    return device
+
+
+@contextlib.contextmanager
+def thread_count(threads: int | None) -> Iterator[None]:
+    """``torch.set_num_threads(threads)`` for the block, then the previous count again."""
+    import torch
+
+    if threads is None:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def choose_threads(settings: RunSettings, device: str, state: dict[str, Any]) -> tuple[int | None, list[str]]:
+    """The CPU thread count to measure with, and warnings about it.
+
+    ``settings.threads`` when given (with a warning when it exceeds the free cores); otherwise
+    on the CPU the free cores of ``state`` (``machine.free_cores``: affinity less the cores
+    other processes keep busy, at least 1), so that a busy machine is not oversubscribed (an
+    oversubscribed intra-op pool stalls at every barrier: 10-30x slower steps). On CUDA the
+    torch default is kept (None): the CPU only launches kernels."""
+    from vitbench.measure.machine import free_cores
+
+    cpus = state.get("machine_cpus") or os.cpu_count() or 1
+    free = free_cores(cpus, state.get("machine_busy_cores"))
+    if settings.threads is not None:
+        warnings = []
+        if settings.threads > free:
+            warnings.append(
+                f"--threads {settings.threads} but only {free} of {cpus} cores are free: the "
+                f"threads compete with other processes; consider --threads {free}"
+            )
+        return settings.threads, warnings
+    if device.startswith("cuda"):
+        return None, []
+    return free, []

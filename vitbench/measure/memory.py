@@ -167,12 +167,13 @@ def measure_workload_memory(workload) -> dict[str, Any]:
 
 
 def peak_memory(spec: ModelSpec, settings: RunSettings | None = None) -> dict[str, Any]:
-    """Measured peak memory of one step of ``spec`` under ``settings`` (memory columns, bytes).
+    """Measured peak memory of one step of ``spec`` (a spec, preset name, reference or
+    module) under ``settings`` (memory columns, bytes), in this process.
 
     Builds its own model, inputs and optimizer; ``settings.batch_size`` must be an integer.
     Raises on OOM (``measure`` turns that into a ``status='oom'`` row)."""
     from vitbench.errors import SpecError
-    from vitbench.measure.profile import thread_count, validate_settings
+    from vitbench.measure.env import thread_count, validate_settings
     from vitbench.measure.workload import build_workload
 
     settings = settings or RunSettings()

@@ -8,12 +8,19 @@ import re
 from collections.abc import Iterator
 
 _CPU_OOM = re.compile(r"can't allocate memory|not enough memory|out of memory|Cannot allocate memory", re.I)
+#: oneDNN failing to allocate its primitive (JIT code, scratchpad) reads only "could not create a
+#: primitive [descriptor]": under a memory cap that is running out of memory
+_ONEDNN_FAILURE = re.compile(r"could not create a primitive", re.I)
 
 
-def is_oom(exc: BaseException) -> bool:
+def is_oom(exc: BaseException, capped: bool = False) -> bool:
     """True for CUDA ``OutOfMemoryError``, ``MemoryError`` and the CPU allocator's failure
-    ("DefaultCPUAllocator: can't allocate memory")."""
+    ("DefaultCPUAllocator: can't allocate memory"); with ``capped`` (the step ran under a
+    memory cap) also oneDNN's "could not create a primitive", which is how an allocation
+    failing inside oneDNN surfaces."""
     if isinstance(exc, MemoryError):
+        return True
+    if capped and isinstance(exc, RuntimeError) and _ONEDNN_FAILURE.search(str(exc)):
         return True
     try:
         import torch
@@ -65,45 +72,104 @@ def _malloc_trim() -> None:
         pass
 
 
-@contextlib.contextmanager
-def memory_cap(device: str, limit_bytes: int | None) -> Iterator[None]:
-    """Make allocations beyond about ``limit_bytes`` (more than now) fail, then lift the cap.
+#: RLIMIT_DATA headroom on the CPU beyond the limit: half of it, at least this
+MIN_CPU_HEADROOM = 64 * 2**20
 
-    CUDA: ``torch.cuda.set_per_process_memory_fraction(limit / total)`` (the caching allocator
-    raises ``OutOfMemoryError`` past it). CPU (Linux): the soft ``RLIMIT_DATA`` is set to the
-    current data size plus ``limit_bytes`` (the CPU allocator then fails with "can't allocate
-    memory"); it counts mappings, not touched pages, and free memory the C allocator keeps mapped
-    is reused without counting (it is trimmed first), so treat it as approximate."""
-    if limit_bytes is None:
-        yield
-        return
-    if device.startswith("cuda"):
-        import torch
 
-        index = torch.cuda.current_device()
+def cpu_headroom(limit_bytes: int) -> int:
+    """Bytes of mappings beyond the tensors' limit that a CPU cap allows (the C allocator's
+    fragmentation and oneDNN's buffers; a large inference batch fragments the heap most):
+    max(MIN_CPU_HEADROOM, limit / 2)."""
+    return max(MIN_CPU_HEADROOM, limit_bytes // 2)
+
+
+class MemoryCap:
+    """A memory cap of ``limit_bytes`` beyond what the process holds when the cap is created:
+    create it before the first allocation of what it caps, then run each capped block under
+    :meth:`applied`. The level is fixed at creation, so memory that earlier blocks freed but the
+    C allocator kept cannot be reused beyond it.
+
+    CUDA: ``torch.cuda.set_per_process_memory_fraction((reserved + limit) / total)`` (the caching
+    allocator raises ``OutOfMemoryError`` past it; what it reserves bounds what it allocates).
+    CPU (Linux): the soft ``RLIMIT_DATA`` at the data size (VmData) plus the limit plus
+    ``cpu_headroom(limit)`` (the CPU allocator then fails with "can't allocate memory", oneDNN
+    with "could not create a primitive"). RLIMIT_DATA counts mappings, not tensors: the C
+    allocator's fragmentation and oneDNN's primitives and scratchpads (more with more threads)
+    count too, so a cap at the limit itself would fail configurations whose tensors fit. The
+    headroom keeps those from failing; the tensors' measured peak is checked against the limit
+    itself (``vitbench.measure.single``)."""
+
+    def __init__(self, device: str, limit_bytes: int | None, headroom: bool = True):
+        self.device = device
+        self.limit_bytes = limit_bytes
+        self.headroom = headroom
+        self.level: int | None = None  # bytes: the data size (CPU) or reserved memory (CUDA) allowed
+        if limit_bytes is not None:
+            self.level = self._held() + self._allowance()
+
+    def strict(self) -> "MemoryCap":
+        """The same limit without the CPU headroom, from what the process holds now: what a
+        search for the largest batch runs its probes under, so that a probe that fits leaves
+        room for the tensors alone."""
+        return MemoryCap(self.device, self.limit_bytes, headroom=False)
+
+    def _allowance(self) -> int:
+        if self.device.startswith("cuda") or not self.headroom:
+            return self.limit_bytes
+        return self.limit_bytes + cpu_headroom(self.limit_bytes)
+
+    def _held(self) -> int:
+        """Bytes the process holds now, as the cap counts them (after dropping what it can)."""
         gc.collect()
-        torch.cuda.empty_cache()  # cached free blocks would otherwise be reused beyond the cap
-        total = torch.cuda.get_device_properties(index).total_memory
-        used = torch.cuda.memory_reserved(index)
-        torch.cuda.set_per_process_memory_fraction(min(1.0, (used + limit_bytes) / total), index)
+        if self.device.startswith("cuda"):
+            import torch
+
+            torch.cuda.empty_cache()  # cached free blocks would otherwise be reused beyond the cap
+            return torch.cuda.memory_reserved(torch.cuda.current_device())
+        _malloc_trim()
+        current = _vm_data_bytes()
+        if current is None:
+            raise OSError("memory_limit_bytes needs Linux (/proc/self/status) on the CPU")
+        return current
+
+    def rebase(self) -> None:
+        """After an attempt that ran out of memory: memory it freed but the C allocator keeps
+        mapped (a fragmented heap) still counts towards RLIMIT_DATA, and would make every later
+        attempt fail. Raise the level to what is held now plus the limit; what the later
+        attempts' tensors really use is the measured peak, checked against the limit."""
+        if self.limit_bytes is not None:
+            self.level = max(self.level or 0, self._held() + self._allowance())
+
+    @contextlib.contextmanager
+    def applied(self) -> Iterator[None]:
+        if self.level is None:
+            yield
+            return
+        if self.device.startswith("cuda"):
+            import torch
+
+            index = torch.cuda.current_device()
+            total = torch.cuda.get_device_properties(index).total_memory
+            torch.cuda.set_per_process_memory_fraction(min(1.0, self.level / total), index)
+            try:
+                yield
+            finally:
+                torch.cuda.set_per_process_memory_fraction(1.0, index)
+            return
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        level = self.level if hard == resource.RLIM_INFINITY else min(self.level, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (level, hard))
         try:
             yield
         finally:
-            torch.cuda.set_per_process_memory_fraction(1.0, index)
-        return
-    import resource
+            resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
 
-    gc.collect()
-    _malloc_trim()
-    current = _vm_data_bytes()
-    if current is None:
-        raise OSError("memory_limit_bytes needs Linux (/proc/self/status) on the CPU")
-    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    new = current + limit_bytes
-    if hard != resource.RLIM_INFINITY:
-        new = min(new, hard)
-    resource.setrlimit(resource.RLIMIT_DATA, (new, hard))
-    try:
+
+@contextlib.contextmanager
+def memory_cap(device: str, limit_bytes: int | None) -> Iterator[None]:
+    """Make allocations beyond about ``limit_bytes`` (more than now) fail, then lift the cap
+    (a :class:`MemoryCap` created and applied at once)."""
+    with MemoryCap(device, limit_bytes).applied():
         yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))

@@ -38,7 +38,7 @@ def _require(condition: bool, message: str) -> None:
 
 
 def _base(device: str, **changes) -> RunSettings:
-    fields = dict(device=device, batch_size=8, min_run_time_s=0.2, warmup=1, memory=False, threads=None)
+    fields = dict(device=device, batch_size=8, min_run_time_s=0.2, warmup=1, memory=False, threads=None, runs=1)
     fields.update(changes)
     return RunSettings(**fields)
 
@@ -55,7 +55,13 @@ def check_environment(device: str) -> str:
     _require(not missing, f"missing {', '.join(missing)}")
     if device.startswith("cuda"):
         _require(bool(env.get("env_cuda")), "no CUDA version recorded")
-    return f"{env['env_device_name']}, torch {env['env_torch']}, {env['env_threads']} threads"
+    from vitbench.measure.machine import machine_state
+
+    state = machine_state(device)
+    _require(state["machine_cpus"] >= 1, "no CPU count")
+    busy = state["machine_busy_cores"]
+    load = "" if busy is None else f"; other processes busy on {busy:.1f} of {state['machine_cpus']} cores"
+    return f"{env['env_device_name']}, torch {env['env_torch']}, {env['env_threads']} threads{load}"
 
 
 def check_timing(device: str) -> str:
@@ -100,26 +106,31 @@ def check_oom(device: str) -> str:
     from vitbench.measure.profile import measure
 
     # Far more than the cap: on CUDA set_per_process_memory_fraction, on the CPU RLIMIT_DATA.
-    big = measure(TINY_VIT, _base(device, mode="train", batch_size=16384, memory_limit_bytes=64 * 2**20))
+    # The memory model refuses it before running; with the check off it runs and fails.
+    settings = _base(device, mode="train", batch_size=16384, memory_limit_bytes=64 * 2**20)
+    refused = measure(TINY_VIT, settings)
+    _require(refused["status"] == "refused", f"expected status=refused, got {refused['status']}: {refused.get('error')}")
+    big = measure(TINY_VIT, settings.replace(memory_check=False))
     _require(big["status"] == "oom", f"expected status=oom, got {big['status']}: {big.get('error')}")
     after = measure(TINY_VIT, _base(device, min_run_time_s=0.05))
     _ok(after)
-    return f"batch 16384 under a 64 MiB cap -> oom ({(big['error'] or '')[:60]}...); next configuration ok"
+    return f"batch 16384 under a 64 MiB cap -> refused by the memory model; run anyway -> oom ({(big['error'] or '')[:50]}...); next configuration ok"
 
 
 def check_auto(device: str) -> str:
+    from vitbench.analytic.memory import plan
     from vitbench.measure.profile import measure
+    from vitbench.measure.single import step_down
 
     # CUDA's caching allocator reserves 20 MiB segments for mid-sized tensors: a roomier cap
-    cap, limit = (128 if device.startswith("cuda") else 16) * 2**20, 4096
-    r = measure(TINY_VIT, _base(device, mode="train", batch_size="auto", memory_limit_bytes=cap, max_batch_size=limit, min_run_time_s=0.05))
+    cap = (128 if device.startswith("cuda") else 16) * 2**20
+    r = measure(TINY_VIT, _base(device, mode="train", batch_size="auto", memory_limit_bytes=cap, min_run_time_s=0.05))
     _ok(r)
-    batch, probes = r["batch_size"], r["auto_probes"]
-    _require(batch >= 1, "no batch fits")
-    _require(any(not ok for _, ok in probes), f"no probe up to {limit} failed under a {cap >> 20} MiB cap")
-    first_failure = min(b for b, ok in probes if not ok)
-    _require(first_failure == batch + 1, f"bisection ended at {batch} but {first_failure} failed")
-    return f"largest batch under a {cap >> 20} MiB cap: {batch} ({len(probes)} probes, {batch + 1} fails)"
+    batch, planned = r["batch_size"], plan(TINY_VIT, cap, "train")
+    _require(r["batch_size_plan"] == planned, f"started from {r['batch_size_plan']}, `plan` says {planned}")
+    _require(batch in (planned, step_down(planned)), f"measured at batch {batch}, more than one step from plan's {planned}")
+    _require(r["peak_memory_bytes"] is not None and r["peak_memory_bytes"] <= cap, f"measured peak {r['peak_memory_bytes']} B above the {cap} B cap")
+    return f"batch {batch} under a {cap >> 20} MiB cap (plan: {planned}), measured peak {r['peak_memory_bytes'] / 2**20:.1f} MiB"
 
 
 def check_trace(device: str) -> str:
@@ -146,10 +157,11 @@ def check_trace(device: str) -> str:
 def check_isolate(device: str) -> str:
     from vitbench.measure.profile import measure
 
-    r = measure(TINY_VIT, _base(device, min_run_time_s=0.05, isolate=True))
+    r = measure(TINY_VIT, _base(device, min_run_time_s=0.05, runs=2))
     _ok(r)
-    _require(r.get("isolate") is True and r["n_samples"] >= 5, "no record from the subprocess")
-    return f"subprocess measured {r['throughput_img_s']:.0f} img/s"
+    _require(r.get("isolate") is True and r["runs"] == 2 and len(r["run_medians_s"]) == 2, "no records from two worker processes")
+    _require(r["n_samples"] == sum(len(s) for s in r["run_samples_s"]) >= 10, "the runs' samples were not pooled")
+    return f"2 worker processes measured {r['throughput_img_s']:.0f} img/s (run medians {', '.join(f'{m * 1e3:.2f}' for m in r['run_medians_s'])} ms)"
 
 
 _FUNCTIONS: dict[str, Callable[[str], str]] = {

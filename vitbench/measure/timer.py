@@ -1,7 +1,9 @@
 """Adaptive timing of a repeated step, in the manner of ``torch.utils.benchmark``'s
 ``blocked_autorange``: warm up, calibrate how many steps make one sample, then collect samples
 until a minimum measuring time has passed. CUDA: CUDA events with synchronisation; CPU:
-``time.perf_counter``. The loop adds two clock reads per sample and nothing per step."""
+``time.perf_counter``, and ``time.process_time`` beside it (the CPU seconds this process's
+threads used: on a time-shared machine wall time grows with the other processes' demand, CPU time
+much less). The loop adds a few clock reads per sample and nothing per step."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ class Timing:
     steps_per_sample: int
     warmup_steps: int
     total_time_s: float
+    cpu_samples_s: tuple[float, ...] | None = None  # CPU seconds per step, all threads (CPU only)
 
     @property
     def total_steps(self) -> int:
@@ -34,10 +37,17 @@ def sample_size(step_seconds: float, min_sample_s: float, max_steps: int = 10_00
 
 
 class _CpuClock:
+    """Wall time of the block; ``last_cpu_s`` = the process's CPU time during it."""
+
+    last_cpu_s: float | None = None
+
     def block(self, run: Callable[[int], None], steps: int) -> float:
+        cpu = time.process_time()
         start = time.perf_counter()
         run(steps)
-        return time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        self.last_cpu_s = time.process_time() - cpu
+        return elapsed
 
 
 class _CudaClock:
@@ -97,9 +107,14 @@ def time_steps(
         min_sample_s = max(0.005, min_run_time_s / 100)
     steps = sample_size(estimate, min_sample_s)
     samples: list[float] = []
+    cpu_samples: list[float] = []
     total = 0.0
     while total < min_run_time_s or len(samples) < min_samples:
         elapsed = clock.block(run, steps)
         total += elapsed
         samples.append(elapsed / steps)
-    return Timing(tuple(samples), steps, warmup + 1, total)
+        cpu = getattr(clock, "last_cpu_s", None)
+        if cpu is not None:
+            cpu_samples.append(cpu / steps)
+    cpu_out = tuple(cpu_samples) if len(cpu_samples) == len(samples) else None
+    return Timing(tuple(samples), steps, warmup + 1, total, cpu_out)

@@ -23,6 +23,15 @@ def effective_spec(spec: ModelSpec, settings: RunSettings) -> ModelSpec:
     return spec
 
 
+def effective_target(target, settings: RunSettings):
+    """``target`` with the run's attention implementation applied (vitbench's own ViTs only:
+    a library's module is measured as the library builds it)."""
+    if target.spec is None or target.target.source not in ("preset", "spec"):
+        return target
+    spec = effective_spec(target.spec, settings)
+    return target if spec is target.spec else target.with_spec(spec)
+
+
 def check_precision(device: str, precision: str) -> None:
     if precision == "fp16" and not device.startswith("cuda"):
         raise SpecError("precision", "fp16", "fp16 autocast needs --device cuda; use bf16 or fp32 on the CPU")
@@ -62,24 +71,39 @@ def make_optimizer(name: str, parameters):
     return torch.optim.SGD(parameters, lr=1e-2)
 
 
-def build_workload(spec: ModelSpec, settings: RunSettings, batch_size: int, device: str) -> Workload:
-    """Model, random inputs and labels on ``device``; ``run(n)`` performs n steps."""
-    import torch
+def _loss(output, targets):
+    """Cross-entropy for class scores (batch, classes); for any other output (an encoder's
+    hidden states) the mean square, so that backward reaches every parameter."""
     import torch.nn.functional as F
 
-    from vitbench.models import build_model
+    from vitbench.models.inputs import main_output
+
+    output = getattr(output, "logits", output)
+    output = main_output(output)
+    if targets is not None and output.dim() == 2:
+        return F.cross_entropy(output, targets)
+    return output.float().pow(2).mean()
+
+
+def build_workload(target, settings: RunSettings, batch_size: int, device: str) -> Workload:
+    """Model, random inputs and labels on ``device``; ``run(n)`` performs n steps. ``target``:
+    a :class:`vitbench.measure.target.Measured` (or anything that resolves to one)."""
+    import torch
+
+    from vitbench.measure.target import resolve_measured
 
     check_precision(device, settings.precision)
-    spec = effective_spec(spec, settings)
+    target = effective_target(resolve_measured(target), settings)
     torch.manual_seed(0)
     with torch.device(device):
-        model = build_model(spec)
+        model = target.build()
+    model = model.to(device)  # a live module built elsewhere
     memory_format = torch.channels_last if settings.channels_last else torch.contiguous_format
     if settings.channels_last:
         model = model.to(memory_format=torch.channels_last)
-    c, (h, w) = spec.in_chans, spec.img_size
+    c, (h, w) = target.in_chans, target.img_size
     inputs = torch.randn(batch_size, c, h, w, device=device).contiguous(memory_format=memory_format)
-    targets = torch.randint(0, spec.num_classes, (batch_size,), device=device)
+    targets = torch.randint(0, target.num_classes, (batch_size,), device=device) if target.num_classes else None
     device_type = "cuda" if device.startswith("cuda") else "cpu"
     dtype = getattr(torch, AUTOCAST_DTYPES[settings.precision]) if settings.precision in AUTOCAST_DTYPES else None
 
@@ -107,7 +131,7 @@ def build_workload(spec: ModelSpec, settings: RunSettings, batch_size: int, devi
         def run(steps: int) -> None:
             for _ in range(steps):
                 with autocast():
-                    loss = F.cross_entropy(forward(inputs), targets)
+                    loss = _loss(forward(inputs), targets)
                 if scaler is not None:
                     scaler.scale(loss).backward()
                     scaler.step(optimizer)

@@ -104,7 +104,7 @@ def _preset_target(name: str, kwargs: dict[str, Any], overrides: dict[str, Any],
 def _spec_target(
     name: str, source: str, spec: ModelSpec, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]
 ) -> Target:
-    from vitbench.models import build_model
+    from vitbench.models.own import build_spec
 
     known = spec_fields(type(spec))
     for key in kwargs:
@@ -121,7 +121,7 @@ def _spec_target(
         input_size=(spec.in_chans, *spec.img_size),
         spec=spec,
         overrides=shown,
-        build=lambda: build_model(spec),
+        build=lambda: build_spec(spec),
     )
 
 

@@ -32,7 +32,7 @@ class MergeResult:
 
 def read_source(source: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Rows and metadata of a store directory or a results CSV (through the one reader)."""
-    from vitbench.results import read_results
+    from vitbench.reading import read_results
 
     path = Path(source)
     if not (path.is_file() or (path / ROWS_NAME).exists() or (path / CSV_NAME).exists()):

@@ -1,0 +1,112 @@
+"""Memory before running: what the analytic memory model (``vitbench plan``) predicts for a
+configuration, the configurations refused without running (predicted over the memory cap or
+over the machine's memory), and the budget and starting batch of ``--batch-size auto``.
+
+The prediction covers the tensors of one step (weights, buffers, optimizer state, gradients,
+activations, temporaries); it is what ``peak_memory_bytes`` measures, so the two are compared
+directly. Models the memory model does not cover (references without a spec, Swin, ConvNeXt)
+get no prediction: they are neither refused nor planned, only measured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vitbench.settings import RunSettings
+
+
+def persistent_bytes(target, settings: RunSettings) -> int | None:
+    """What the step holds whatever the batch, from the closed forms (cheap even for a
+    100,000-layer model): fp32 weights 4 P, in training also gradients 4 P and the optimizer
+    state (0, 4 P or 8 P). A lower bound of the peak; None when P is unknown."""
+    if target.params is None:
+        return None
+    from vitbench.analytic.memory import gradients_bytes, optimizer_bytes, weights_bytes
+
+    held = weights_bytes(target.params)
+    if settings.mode == "train":
+        held += gradients_bytes(target.params) + optimizer_bytes(target.params, settings.optimizer)
+    return held
+
+
+def predicted_peak(target, settings: RunSettings, batch_size: int) -> int | None:
+    """Predicted peak bytes of one step at ``batch_size``; None without a memory model."""
+    if target.spec is None:
+        return None
+    from vitbench.analytic.memory import predicted_peak_bytes
+
+    try:
+        return predicted_peak_bytes(target.spec, settings, batch_size)
+    except Exception:  # a spec the model rejects: measured without a prediction
+        return None
+
+
+def planned_batch(target, settings: RunSettings, budget_bytes: int) -> int | None:
+    """The largest batch whose predicted peak fits ``budget_bytes`` (0: not even one image);
+    None without a memory model."""
+    if target.spec is None:
+        return None
+    from vitbench.analytic.memory import predicted_max_batch
+
+    try:
+        return predicted_max_batch(target.spec, int(budget_bytes), settings)
+    except Exception:
+        return None
+
+
+def device_memory(device: str) -> tuple[int | None, int | None]:
+    """(total, available) bytes of the memory a run on ``device`` allocates from: the machine's
+    RAM (/proc/meminfo MemTotal, MemAvailable) or the GPU's (``torch.cuda.mem_get_info``)."""
+    if device.startswith("cuda"):
+        import torch
+
+        index = torch.cuda.current_device() if device == "cuda" else int(device.split(":")[1])
+        free, total = torch.cuda.mem_get_info(index)
+        return int(total), int(free)
+    from vitbench.measure.machine import meminfo
+
+    info = meminfo()
+    return info.get("MemTotal"), info.get("MemAvailable")
+
+
+def _bytes(value: int) -> str:
+    from vitbench.reporting.format import binary_bytes
+
+    return f"{binary_bytes(value)} ({value} B)"
+
+
+def refusal(target, settings: RunSettings, device: str) -> str | None:
+    """Why a configuration with a fixed batch size is not run (its predicted peak exceeds the
+    memory cap, or the device's total memory), or None. ``settings.memory_check=False`` runs
+    everything."""
+    if not settings.memory_check:
+        return None
+    total, _ = device_memory(device)
+    cap = settings.memory_limit_bytes
+    where = "the GPU's memory" if device.startswith("cuda") else "this machine's memory"
+    advice = "not run (the memory model of `vitbench plan`; --no-memory-check runs it anyway)"
+    held = persistent_bytes(target, settings)
+    for name, bound in (("the memory limit", cap), (where, total)):
+        if held is not None and bound is not None and held > bound:
+            return f"weights{', gradients and optimizer state' if settings.mode == 'train' else ''} alone need {_bytes(held)}, more than {name}, {_bytes(bound)}: {advice}"
+    if settings.batch_size == "auto":
+        return None
+    peak = predicted_peak(target, settings, settings.batch_size)
+    for name, bound in (("the memory limit", cap), (where, total)):
+        if peak is not None and bound is not None and peak > bound:
+            return f"predicted peak {_bytes(peak)} exceeds {name}, {_bytes(bound)}: {advice}"
+    return None
+
+
+def auto_budget(settings: RunSettings, device: str) -> tuple[int | None, str]:
+    """The memory ``--batch-size auto`` may fill and where it comes from: the memory limit
+    when set, else what the device has available now."""
+    if settings.memory_limit_bytes is not None:
+        return settings.memory_limit_bytes, "memory_limit"
+    _, available = device_memory(device)
+    return available, "available memory"
+
+
+def prediction_columns(target, settings: RunSettings, batch_size: int) -> dict[str, Any]:
+    """``pred_peak_memory_bytes`` for the measured batch (None without a memory model)."""
+    return {"pred_peak_memory_bytes": predicted_peak(target, settings, batch_size)}

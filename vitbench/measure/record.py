@@ -1,0 +1,94 @@
+"""The columns of a measured row: identity (what was measured, how), timing summaries of raw
+samples, and a failed or refused row. Pure: no torch, nothing run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from vitbench.settings import RunSettings
+
+#: Columns of the default table view of ``vitbench profile``.
+TABLE_COLUMNS = [
+    "model", "batch_size", "device", "mode", "precision", "status", "throughput_img_s",
+    "latency_p50_s", "latency_p90_s", "latency_cv", "peak_memory_bytes", "attention_kernel", "mfu",
+]
+
+
+def img_size_cell(img_size: tuple[int, int]) -> int | str:
+    """224 for a square image, '224x320' otherwise."""
+    return img_size[0] if img_size[0] == img_size[1] else f"{img_size[0]}x{img_size[1]}"
+
+
+def base_record(target, settings: RunSettings, device: str) -> dict[str, Any]:
+    """Identity columns of a result row (the configuration, before anything is measured):
+    the model (``target``: a :class:`vitbench.measure.target.Measured`), its size (``params``;
+    ``macs`` of the batch's forward pass, ``macs_per_image``) and the run settings."""
+    from vitbench.results import identity_columns
+
+    spec = target.spec
+    return {
+        **identity_columns(
+            model=target.name, kind=target.kind, spec_key=target.key,
+            img_size=img_size_cell(target.img_size), patch_size=getattr(spec, "patch_size", None),
+            batch_size=settings.batch_size, params=target.params, macs_per_image=target.macs,
+        ),
+        "overrides": target.overrides,
+        "reference": target.reference,
+        "macs_per_image": target.macs,
+        "macs_source": target.macs_source,
+        "device": device,
+        "mode": settings.mode,
+        "precision": settings.precision,
+        "channels_last": settings.channels_last,
+        "compile": settings.compile,
+        "attention": getattr(spec, "attention", None),
+        "optimizer": settings.optimizer if settings.mode == "train" else None,
+        "threads": settings.threads,
+        "min_run_time_s": settings.min_run_time_s,
+        "warmup": settings.warmup,
+        "isolate": settings.in_worker,
+        "runs": settings.runs,
+        "clock": settings.clock,
+        "memory_limit_bytes": settings.memory_limit_bytes,
+        "status": None,
+        "error": None,
+    }
+
+
+def failed_row(target, settings: RunSettings, device: str, status: str, error: str) -> dict[str, Any]:
+    """A row for a configuration that did not produce a measurement: status 'oom', 'error' or
+    'refused' (not run), with the reason in ``error``."""
+    record = base_record(target, settings, device)
+    record.update(status=status, error=error, warnings=[])
+    return record
+
+
+def timing_columns(samples: Sequence[float], batch_size: int) -> dict[str, Any]:
+    """Summaries of per-step times (seconds): ``latency_p50_s`` is the median of ``samples``
+    and ``throughput_img_s = batch_size / latency_p50_s``."""
+    from vitbench.measure.stats import summarize
+
+    s = summarize(samples)
+    return {
+        "throughput_img_s": batch_size / s.median,
+        "latency_p50_s": s.median,
+        "latency_p90_s": s.p90,
+        "latency_iqr_s": s.iqr,
+        "latency_cv": s.cv,
+        "latency_mean_s": s.mean,
+        "latency_min_s": s.minimum,
+        "n_samples": s.n,
+        "samples_s": [float(v) for v in samples],
+    }
+
+
+def unique_warnings(*lists: Sequence[str] | None) -> list[str]:
+    """Warnings of several lists as one list, each once, in order of first appearance (the
+    ``warnings`` column is a list of one-line warnings, each with its advice)."""
+    out: list[str] = []
+    for warnings in lists:
+        for text in warnings or ():
+            if text and text not in out:
+                out.append(text)
+    return out

@@ -1,0 +1,317 @@
+"""One run of one configuration, in this process: the passes on one built model (timing under
+the memory cap, then attention-kernel detection, peak memory and the optional trace), the
+memory cap from the first allocation, and ``--batch-size auto``.
+
+The cap (:class:`~vitbench.measure.oom.MemoryCap`) is fixed right after the runtime starts
+(libraries loaded, thread pool running; no model built), so everything the configuration
+allocates counts: building, warm-up, timing. The profiler passes that follow run uncapped (the
+profiler's own buffers are not the step's) and the peak they measure is checked against the
+limit: a configuration whose measured peak exceeds it is out of memory (``status='oom'``).
+
+``--batch-size auto`` starts from the memory model's largest batch for the budget (``vitbench
+plan``), measures it and, while it does not fit, steps down (10%, or in proportion to the
+measured peak over the limit); without a memory model it first searches under the cap by
+doubling and bisection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vitbench.errors import VitbenchError
+from vitbench.settings import RunSettings
+
+#: with --batch-size auto: how many batches are measured, from the memory model's (or the
+#: search's) down, before giving up
+AUTO_ATTEMPTS = 8
+
+
+class PeakOverLimit(MemoryError):
+    """The measured peak exceeded the memory limit (the step ran, but does not fit the cap)."""
+
+    def __init__(self, peak: int, limit: int, batch: int):
+        self.peak, self.limit = peak, limit
+        super().__init__(f"measured peak {peak} B exceeds the memory limit of {limit} B at batch {batch}")
+
+
+def step_down(batch: int, peak: int | None = None, limit: int | None = None) -> int:
+    """The next batch to try below ``batch``: one step of 10% fewer images (at least one
+    fewer), or, when a measured ``peak`` exceeded ``limit``, the batch scaled by limit / peak
+    if that is lower (activations grow with the batch, so this lands at or below the edge)."""
+    smaller = max(1, min(batch - 1, batch * 9 // 10))
+    if peak and limit and peak > limit:
+        smaller = min(smaller, max(1, batch * limit // peak))
+    return smaller
+
+
+def _warm_up_module():
+    """A tiny model with the layers vision models use (convolution, BatchNorm, GELU, dropout,
+    linear, LayerNorm, scaled-dot-product attention), 8x8 images, 10 classes."""
+    import torch
+    from torch import nn
+    import torch.nn.functional as F
+
+    class WarmUp(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.GELU(), nn.Dropout(0.1))
+            self.norm = nn.LayerNorm(8)
+            self.qkv = nn.Linear(8, 24)
+            self.head = nn.Linear(8, 10)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            tokens = self.norm(self.conv(x).flatten(2).transpose(1, 2))
+            q, k, v = self.qkv(tokens).view(x.shape[0], -1, 3, 2, 4).permute(2, 0, 3, 1, 4)
+            attended = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).flatten(2)
+            return self.head(attended.mean(1))
+
+    return WarmUp()
+
+
+def start_runtime(device: str, settings: RunSettings) -> None:
+    """Before the memory cap: load what a step needs and start the thread pools, without
+    building the model (a model that does not fit must fail under the cap). Three steps of a
+    tiny model with the same mode, precision, optimizer and memory format (not compiled) load
+    the measurement modules, the profiler, oneDNN's kernels, autocast and the optimizer's
+    lazily imported modules: an import that failed under the cap would leave a half-initialised
+    module behind in the process."""
+    import torch
+    import torch.profiler  # noqa: F401
+
+    from vitbench.measure import attention_kernel, memory, trace  # noqa: F401
+    from vitbench.measure.target import Measured
+    from vitbench.measure.workload import build_workload
+    from vitbench.models.target import Target
+
+    torch.randn(1 << 16).exp_().sum()  # large enough to run on the intra-op pool
+    module = _warm_up_module()
+    warm = Target("warm-up", "module", (3, 8, 8), build=lambda: module, module=module)
+    target = Measured(warm, None, None, None, 10)
+    workload = build_workload(target, settings.replace(compile=False, attention=None), 2, device)
+    try:
+        workload.run(3)
+    finally:
+        workload.close()
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _cap_bytes(settings: RunSettings, budget: int | None) -> int | None:
+    """The cap in force: the memory limit, or (``--batch-size auto`` without one) the budget."""
+    if settings.memory_limit_bytes is not None:
+        return settings.memory_limit_bytes
+    return budget if settings.batch_size == "auto" else None
+
+
+def measure_batch(target, settings: RunSettings, device: str, batch: int, cap) -> tuple[dict[str, Any], list[str]]:
+    """Build and time under ``cap`` (an OOM raises), then on the same model detect the attention
+    kernel, measure peak memory (always, when capped) and trace: a failure in one of those
+    passes is a warning, not a lost row. Raises :class:`PeakOverLimit` when the measured peak
+    exceeds the cap. Returns (columns, warnings)."""
+    from vitbench.measure import attention_kernel, memory, trace
+    from vitbench.measure.oom import error_text, release_memory
+    from vitbench.measure.record import timing_columns
+    from vitbench.measure.timer import time_steps
+    from vitbench.measure.workload import build_workload
+
+    out: dict[str, Any] = {}
+    warnings: list[str] = []
+    workload = None
+
+    def optional(what: str, fn):
+        failed = None
+        try:
+            return fn()
+        except Exception as exc:
+            failed = error_text(exc)
+        warnings.append(f"{what} failed: {failed}")
+        release_memory(device)
+        return None
+
+    try:
+        with cap.applied():
+            workload = build_workload(target, settings, batch, device)
+            timing = time_steps(
+                workload.run, device, min_run_time_s=settings.min_run_time_s,
+                warmup=settings.warmup, min_samples=settings.min_samples,
+            )
+        out.update(timing_columns(clock_samples(timing, settings.clock), batch))
+        out["steps_per_sample"] = timing.steps_per_sample
+        out["wall_samples_s"] = list(timing.samples_s)
+        out["cpu_samples_s"] = list(timing.cpu_samples_s) if timing.cpu_samples_s is not None else None
+        out["attention_kernel"] = optional("attention kernel detection", lambda: attention_kernel.detect(workload, target.spec))
+        if settings.memory or cap.limit_bytes is not None:
+            out.update(optional("peak memory pass", lambda: memory.measure_workload_memory(workload)) or {})
+            if out.get("memory_breakdown_error"):
+                warnings.append(f"memory breakdown unavailable: {out['memory_breakdown_error']}")
+        if settings.trace_dir:
+            name = trace.run_name(target.name, batch, settings.mode, settings.precision, device)
+            out["trace_files"] = optional("trace", lambda: trace.write_trace(workload, settings.trace_dir, name))
+            out["trace_run"] = name
+    finally:
+        if workload is not None:
+            workload.close()
+        workload = None
+    peak = out.get("peak_memory_bytes")
+    if cap.limit_bytes is not None:
+        if peak is None:
+            warnings.append(f"the peak was not measured, so the memory limit of {cap.limit_bytes} B is not verified")
+        elif peak > cap.limit_bytes:
+            raise PeakOverLimit(peak, cap.limit_bytes, batch)
+    return out, warnings
+
+
+def clock_samples(timing, clock: str) -> list[float]:
+    """The samples of the run's clock: wall seconds per step, or (``clock='cpu'``) the
+    process's CPU seconds per step divided by the threads (the step time if the threads had
+    their cores to themselves)."""
+    if clock == "wall":
+        return list(timing.samples_s)
+    import torch
+
+    if timing.cpu_samples_s is None:
+        raise RuntimeError("no CPU-time samples (the CPU-time clock is for --device cpu)")
+    threads = torch.get_num_threads()
+    return [s / threads for s in timing.cpu_samples_s]
+
+
+def _fits(target, settings: RunSettings, device: str, cap):
+    """``fits(batch)``: two training steps (the second with the optimizer state the first
+    created), or one forward pass, run under ``cap`` without running out of memory."""
+    from vitbench.measure.oom import is_oom, release_memory
+    from vitbench.measure.timer import synchronize
+    from vitbench.measure.workload import build_workload
+
+    def fits(batch: int) -> bool:
+        failed = False
+        workload = None
+        try:
+            with cap.applied():
+                workload = build_workload(target, settings, batch, device)
+                workload.run(2 if settings.mode == "train" else 1)
+                synchronize(device)
+        except Exception as exc:
+            if not is_oom(exc, capped=cap.limit_bytes is not None):
+                raise
+            failed = True
+        finally:
+            if workload is not None:
+                workload.close()
+            workload = None
+        if failed:
+            release_memory(device)
+            cap.rebase()
+        return not failed
+
+    return fits
+
+
+def _measure_or_none(target, settings, device, batch, cap):
+    """(measure_batch's result, None) or, when it ran out of memory (under the cap) or its
+    measured peak exceeded the limit, (None, the peak or None)."""
+    from vitbench.measure.oom import is_oom, release_memory
+
+    result, peak = None, None
+    try:
+        result = measure_batch(target, settings, device, batch, cap)
+    except Exception as exc:
+        if not is_oom(exc, capped=cap.limit_bytes is not None):
+            raise
+        peak = getattr(exc, "peak", None)
+    if result is None:
+        release_memory(device)  # outside the except block: the traceback is gone
+        cap.rebase()
+    return result, peak
+
+
+def measure_auto(target, settings: RunSettings, device: str, cap, budget: int | None, record: dict[str, Any]):
+    """``--batch-size auto``: (batch, columns, warnings); fills the columns
+    ``batch_size_plan`` (the memory model's batch), ``auto_method`` ('plan' or 'search'),
+    ``auto_probes`` (the search's [batch, fits] under the cap, in order; empty after a plan) and
+    ``auto_attempts`` (the [batch, fits] measured, in order) of ``record``. Raises MemoryError
+    when not even one image fits."""
+    from vitbench.measure.autobatch import find_max_batch
+    from vitbench.measure.budget import planned_batch
+
+    warnings: list[str] = []
+    planned = planned_batch(target, settings, budget) if budget is not None else None
+    record["batch_size_plan"] = planned
+    probes: list[list[Any]] = []
+    attempts: list[list[Any]] = []
+    record["auto_probes"], record["auto_attempts"] = probes, attempts
+    if planned == 0:
+        raise MemoryError(f"not even batch size 1 fits in {budget} B, as the memory model predicts (vitbench plan)")
+    if planned is None:
+        record["auto_method"] = "search"
+        search = find_max_batch(_fits(target, settings, device, cap.strict()), max_batch=settings.max_batch_size)
+        probes.extend([b, ok] for b, ok in search.probes)
+        if search.hit_limit:
+            warnings.append(f"--batch-size auto reached max_batch_size={settings.max_batch_size}; larger batches may fit")
+        start = search.batch_size
+    else:
+        record["auto_method"] = "plan"
+        start = min(planned, settings.max_batch_size)
+        if planned > settings.max_batch_size:
+            warnings.append(f"--batch-size auto stopped at max_batch_size={settings.max_batch_size}; the memory model fits {planned}")
+    batch, result = start, None
+    for _ in range(AUTO_ATTEMPTS):
+        if batch < 1:
+            break
+        result, peak = _measure_or_none(target, settings, device, batch, cap)
+        attempts.append([batch, result is not None])
+        if result is not None or batch == 1:
+            break
+        batch = step_down(batch, peak, cap.limit_bytes)
+    if result is None:
+        raise MemoryError("not even batch size 1 fits (--batch-size auto)" if batch <= 1 else
+                          f"no batch from {start} down to {batch} fits (--batch-size auto)")
+    if batch != start:
+        warnings.append(f"batch {start} from --batch-size auto did not fit when measured; measured at {batch}")
+    columns, pass_warnings = result
+    return batch, columns, warnings + pass_warnings
+
+
+def measure_run(target, settings: RunSettings, device: str) -> dict[str, Any]:
+    """One run of one configuration in this process: one flat record with the raw samples
+    (``samples_s``) and the memory columns; summaries across runs are added by
+    :mod:`vitbench.measure.runs`. Never raises for an OOM or a run-time failure."""
+    from vitbench.measure.budget import auto_budget
+    from vitbench.measure.env import environment, thread_count
+    from vitbench.measure.oom import MemoryCap, error_text, is_oom, release_memory
+    from vitbench.measure.record import base_record
+    from vitbench.measure.workload import effective_target
+
+    target = effective_target(target, settings)
+    record = base_record(target, settings, device)
+    warnings: list[str] = []
+    failure: tuple[str, str] | None = None
+    capped = False
+    with thread_count(settings.threads):
+        try:
+            start_runtime(device, settings)
+            budget = None
+            if settings.batch_size == "auto":
+                budget, source = auto_budget(settings, device)
+                record["memory_budget_bytes"], record["memory_budget_source"] = budget, source
+            cap = MemoryCap(device, _cap_bytes(settings, budget))
+            capped = cap.limit_bytes is not None
+            record.update(environment(device))
+            if settings.batch_size == "auto":
+                batch, columns, pass_warnings = measure_auto(target, settings, device, cap, budget, record)
+                record["batch_size"], record["batch_size_auto"] = batch, True
+                if target.macs is not None:
+                    record["macs"] = target.macs * batch
+            else:
+                columns, pass_warnings = measure_batch(target, settings, device, settings.batch_size, cap)
+            record.update(columns)
+            warnings.extend(pass_warnings)
+            record["status"] = "ok"
+        except VitbenchError:
+            raise
+        except Exception as exc:  # a failed configuration is a result row, never lost
+            failure = ("oom" if is_oom(exc, capped) else "error", error_text(exc))
+        if failure is not None:  # outside the except block: the traceback no longer pins tensors
+            record["status"], record["error"] = failure
+            release_memory(device)
+    record["warnings"] = warnings
+    return record

@@ -1,0 +1,60 @@
+"""Warnings, with advice, about timings that should not be trusted as they are (in the manner of
+pyperf's checks): steps that vary within a run, runs that disagree with each other, too few
+runs to see the between-run spread. Pure Python."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from vitbench.measure.stats import UNSTABLE_SPREAD, stability_warning, summarize
+
+
+def run_cv(run_medians: Sequence[float]) -> float | None:
+    """Coefficient of variation of the per-run medians (stdev / mean); None for one run."""
+    if len(run_medians) < 2:
+        return None
+    mean = statistics.fmean(run_medians)
+    return statistics.stdev(run_medians) / mean if mean > 0 else 0.0
+
+
+def timing_warnings(
+    samples: Sequence[float], run_medians: Sequence[float], threads: int | None,
+    threshold: float = UNSTABLE_SPREAD,
+) -> list[str]:
+    """Warnings for pooled ``samples`` and the ``run_medians`` they came from: the spread of the
+    steps (CV or IQR / median above ``threshold``) and the spread between runs (CV of the run
+    medians above ``threshold``; the runs' slowest median more than 2 x threshold above their
+    fastest)."""
+    out = []
+    within = stability_warning(summarize(samples), threshold, threads=threads)
+    if within:
+        out.append(within)
+    cv = run_cv(run_medians)
+    if cv is not None:
+        fastest, slowest = min(run_medians), max(run_medians)
+        if cv > threshold or slowest > fastest * (1 + 2 * threshold):
+            out.append(
+                f"unstable between runs: the {len(run_medians)} run medians vary by CV {cv:.1%} "
+                f"(slowest {slowest / fastest - 1:+.0%} over the fastest); something else used the "
+                "machine during some runs: rerun with more --runs on an idle machine, and compare "
+                "only against results measured the same way"
+            )
+    return out
+
+
+#: below this share of its threads' CPU time a run was time-shared with other processes
+TIME_SHARED = 0.85
+
+
+def time_sharing_warnings(cpu_share: float | None, threads: int) -> list[str]:
+    """A warning when the measured threads got less than ``TIME_SHARED`` of the CPU time they
+    could have used (``cpu_share`` = CPU seconds / (wall seconds x threads))."""
+    if cpu_share is None or cpu_share >= TIME_SHARED:
+        return []
+    return [
+        f"time-shared: the {threads} thread(s) got {cpu_share:.0%} of the CPU time they could use "
+        "(other processes took the rest): wall-clock latency and throughput are inflated; "
+        "cpu_latency_p50_s (CPU seconds per step) changes much less with the load; measure on "
+        "an idle machine for wall-clock figures"
+    ]

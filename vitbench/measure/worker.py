@@ -1,0 +1,32 @@
+"""Entry module of a worker process (``python -m vitbench.measure.worker``): read one request
+from stdin (see :mod:`vitbench.measure.isolate`), measure one run in this fresh process (the
+memory cap, if any, set before the model's first allocation) and print ``MARKER <record>``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def main() -> int:
+    from vitbench.measure.isolate import MARKER
+    from vitbench.measure.record import failed_row
+    from vitbench.measure.single import measure_run
+    from vitbench.measure.target import from_request
+    from vitbench.settings import RunSettings
+
+    request = json.loads(sys.stdin.read())
+    target = from_request(request["model"])
+    settings = RunSettings.from_dict(request["settings"])
+    device = request["device"]
+    try:
+        record = measure_run(target, settings, device)
+    except Exception as exc:  # SpecError and the like: still one row
+        record = failed_row(target, settings, device, "error", f"{exc.__class__.__name__}: {exc}")
+    sys.stdout.write(MARKER + json.dumps(record, default=str) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
