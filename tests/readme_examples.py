@@ -20,8 +20,8 @@ from pathlib import Path
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 RUNNABLE = ("bash", "python")
-_MARKER = re.compile(r"^<!--\s*readme:\s*(skip|file|exit)\s*(.*?)\s*-->\s*$")
-_FENCE = re.compile(r"^```(\w*)\s*$")
+_MARKER = re.compile(r"^\s*<!--\s*readme:\s*(skip|file|exit)\s*(.*?)\s*-->\s*$")
+_FENCE = re.compile(r"^(\s*)```(\w*)\s*$")  # fences inside list items are indented
 
 
 @dataclass(frozen=True)
@@ -49,11 +49,11 @@ def examples(path: Path = README) -> list[Example]:
             i += 1
             continue
         start = i
-        language = fence.group(1)
+        indent, language = fence.groups()
         j = i + 1
-        while j < len(lines) and not lines[j].startswith("```"):
+        while j < len(lines) and not lines[j].strip().startswith("```"):
             j += 1
-        code = "\n".join(lines[i + 1:j]) + "\n"
+        code = "\n".join(line[len(indent):] if line.startswith(indent) else line for line in lines[i + 1:j]) + "\n"
         marker = _MARKER.match(lines[start - 1]) if start > 0 else None
         action, argument, exit_code = "run", "", 0
         if marker:

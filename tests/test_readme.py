@@ -21,7 +21,11 @@ TIMEOUT_S = 1800
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("readme")
+    """A scratch folder standing in for the repository root: the examples' own files are written
+    there, and ``benchmarks/`` (the committed baselines the gate example reads) is the repository's."""
+    folder = tmp_path_factory.mktemp("readme")
+    (folder / "benchmarks").symlink_to(README.parent / "benchmarks")
+    return folder
 
 
 def _environment() -> dict[str, str]:
