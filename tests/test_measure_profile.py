@@ -182,7 +182,7 @@ def test_auto_batch_size_search_without_a_memory_model():
     module = nn.Sequential(nn.Conv2d(3, 32, 4, stride=4), nn.GELU(), nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
     module.image_size = 32
     r = measure(module, RunSettings(**{**FAST, "batch_size": "auto", "memory_limit_bytes": 32 * 2**20, "max_batch_size": 8192}))
-    assert r["status"] == "ok", r["error"]
+    assert r["status"] == "ok", (r["error"], r.get("auto_probes"), r.get("auto_attempts"), r.get("threads"))
     assert r["batch_size_auto"] is True and r["auto_method"] == "search"
     probes = dict((b, ok) for b, ok in r["auto_probes"])
     found = max(b for b, ok in probes.items() if ok)
