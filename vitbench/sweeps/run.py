@@ -251,9 +251,12 @@ def environment(measured_devices: Sequence[str] = ()) -> dict[str, Any]:
         "cpu_count": os.cpu_count(), "hostname": platform.node(), "vitbench_version": __version__,
         "started_at": now_iso(),
     }
-    if hasattr(os, "getloadavg"):
+    from vitbench.measure.machine import load_average
+
+    load = load_average()
+    if load is not None:
         # Other work on the machine skews timings; the report shows this next to measured rows.
-        env["load_average_1m"] = round(os.getloadavg()[0], 2)
+        env["load_average_1m"] = round(load[0], 2)
     if measured_devices:
         from vitbench.measure.env import environment as device_environment
 
