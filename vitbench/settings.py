@@ -31,12 +31,15 @@ DEFAULT_RUNS = 5
 #: process's CPU time per thread (what the step costs when it has the cores to itself: on a
 #: time-shared machine it grows far less than wall time; Google Benchmark's default clock). CPU only.
 CLOCKS = ("wall", "cpu")
+#: the host allocator during a measurement: ``steady`` = glibc malloc with fixed mmap and trim
+#: thresholds (no page-fault churn that varies from process to process); ``system`` = as it is
+ALLOCATORS = ("steady", "system")
 #: the stages of a sweep row
 STAGES = ("analytic", "counters", "measured")
 
 __all__ = [
     "ATTENTIONS", "COUNTERS", "COUNT_METHODS", "DEVICES", "MODES", "OPTIMIZERS", "PRECISIONS",
-    "STAGES", "CLOCKS", "DEFAULT_RUNS", "RunSettings", "settings_fields",
+    "STAGES", "CLOCKS", "ALLOCATORS", "DEFAULT_RUNS", "RunSettings", "settings_fields",
 ]
 
 BatchSize = Union[int, str]
@@ -68,7 +71,8 @@ class RunSettings:
     measured peak is verified against. ``memory_check``: refuse, without running, a
     configuration the memory model predicts over the cap or over the machine's memory.
     ``clock``: what the timing samples measure (``CLOCKS``: wall time, or the process's CPU
-    time per thread, which a busy machine inflates far less).
+    time per thread, which a busy machine inflates far less). ``allocator``: ``steady`` fixes
+    glibc malloc's thresholds for the run (:mod:`vitbench.measure.allocator`), ``system`` leaves them.
     ``peak_flops`` / ``peak_bandwidth`` (FLOP/s, bytes/s) override the device table (needed for
     MFU on a CPU); ``max_batch_size`` bounds the auto batch size."""
 
@@ -95,6 +99,7 @@ class RunSettings:
     runs: int = DEFAULT_RUNS
     memory_check: bool = True
     clock: str = "wall"
+    allocator: str = "steady"
 
     def __post_init__(self) -> None:
         for name, choices in (
@@ -104,6 +109,7 @@ class RunSettings:
             ("attention", (None, *ATTENTIONS)),
             ("optimizer", OPTIMIZERS),
             ("clock", CLOCKS),
+            ("allocator", ALLOCATORS),
         ):
             if getattr(self, name) not in choices:
                 shown = ", ".join("none" if c is None else c for c in choices)

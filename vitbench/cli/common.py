@@ -188,7 +188,7 @@ def batch_sizes(text: str) -> list:
 
 def _run_flags() -> list[tuple[str, str, dict[str, Any]]]:
     """(flag, RunSettings field, add_argument keywords) of every run-setting flag."""
-    from vitbench.settings import CLOCKS, DEFAULT_RUNS, DEVICES, MODES, OPTIMIZERS, PRECISIONS
+    from vitbench.settings import ALLOCATORS, CLOCKS, DEFAULT_RUNS, DEVICES, MODES, OPTIMIZERS, PRECISIONS
 
     on = dict(action="store_const", const=True)
     off = dict(action="store_const", const=False)
@@ -203,6 +203,7 @@ def _run_flags() -> list[tuple[str, str, dict[str, Any]]]:
         ("--optimizer", "optimizer", dict(choices=OPTIMIZERS, help="training optimizer (default adamw; sgd is plain SGD, sgd-momentum uses momentum 0.9)")),
         ("--runs", "runs", dict(type=positive_int, metavar="N", help=f"fresh worker processes per configuration, pooled; the gate compares their medians (default {DEFAULT_RUNS}; 1 measures in this process)")),
         ("--clock", "clock", dict(choices=CLOCKS, help="what the timing measures: wall = elapsed time (default); cpu = this process's CPU time per thread, which other processes on a busy machine inflate far less (CPU only; for gating on a shared CI runner)")),
+        ("--allocator", "allocator", dict(choices=ALLOCATORS, help="host memory allocator while measuring: steady = glibc malloc with fixed mmap/trim thresholds, so steps reuse heap memory instead of page-faulting in a way that varies from process to process (default); system = glibc's defaults")),
         ("--min-time", "min_run_time_s", dict(type=positive_float, metavar="SECONDS", help="minimum timed seconds per run (default 1)")),
         ("--warmup", "warmup", dict(type=positive_int, metavar="N", help="warm-up steps before timing (default 3)")),
         ("--min-samples", "min_samples", dict(type=positive_int, metavar="N", help="at least this many timing samples per run (default 5)")),

@@ -19,7 +19,7 @@ from vitbench.cli.common import (
 #: the measured stage's settings: every RunSettings field but the batch size (a grid axis of
 #: its own, --batch-size) and those that make no sense across a grid (per-configuration traces)
 MEASURE_FIELDS = (
-    "device", "mode", "precision", "channels_last", "compile", "threads", "optimizer", "runs", "clock",
+    "device", "mode", "precision", "channels_last", "compile", "threads", "optimizer", "runs", "clock", "allocator",
     "min_run_time_s", "warmup", "min_samples", "memory", "isolate", "timeout_s", "peak_flops",
     "peak_bandwidth", "memory_limit_bytes", "memory_check", "max_batch_size",
 )

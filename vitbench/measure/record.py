@@ -50,6 +50,7 @@ def base_record(target, settings: RunSettings, device: str) -> dict[str, Any]:
         "isolate": settings.in_worker,
         "runs": settings.runs,
         "clock": settings.clock,
+        "allocator": settings.allocator,
         "memory_limit_bytes": settings.memory_limit_bytes,
         "status": None,
         "error": None,

@@ -275,6 +275,7 @@ def measure_run(target, settings: RunSettings, device: str) -> dict[str, Any]:
     """One run of one configuration in this process: one flat record with the raw samples
     (``samples_s``) and the memory columns; summaries across runs are added by
     :mod:`vitbench.measure.runs`. Never raises for an OOM or a run-time failure."""
+    from vitbench.measure.allocator import apply_allocator
     from vitbench.measure.budget import auto_budget
     from vitbench.measure.env import environment, thread_count
     from vitbench.measure.oom import MemoryCap, error_text, is_oom, release_memory
@@ -288,6 +289,7 @@ def measure_run(target, settings: RunSettings, device: str) -> dict[str, Any]:
     capped = False
     with thread_count(settings.threads):
         try:
+            record["env_malloc"] = apply_allocator(settings.allocator)
             start_runtime(device, settings)
             budget = None
             if settings.batch_size == "auto":

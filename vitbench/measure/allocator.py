@@ -1,0 +1,71 @@
+"""The host allocator a measurement runs with: glibc malloc in a steady state, or left as it is.
+
+PyTorch's CPU allocator does not cache: every step's activations are ``malloc``-ed and freed.
+glibc's defaults move the threshold between ``mmap``-ed and heap chunks, and trim the heap top,
+as the process runs (the "dynamic mmap threshold"), so whether a step's large tensors come from
+fresh pages (page faults and kernel zeroing, counted in the step's time) or from reused heap
+memory depends on the process's allocation history. On a 2-core VM this made the same
+configuration's per-run median step time differ by 10-20% (standard deviation of the
+logarithms) from one worker process to the next, with a busy process beside it, while the runs
+within one process agreed within 1%; with the thresholds fixed, 3-5%, and steps ~20% faster.
+
+``steady`` (the default) fixes them, as a long-running process with a caching allocator
+(jemalloc, tcmalloc; the CUDA caching allocator on the GPU) would see: chunks up to
+:data:`MMAP_THRESHOLD_BYTES` (glibc's largest) come from the heap, and the heap top is kept
+up to :data:`TRIM_THRESHOLD_BYTES`. ``system`` leaves glibc's defaults. The setting is process
+wide and cannot be undone (worker processes are fresh; in this process it stays in force, and a
+later ``system`` run here says so). What is in force is recorded with every result
+(``env_malloc``). Nothing to do on a libc other than glibc.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+
+from vitbench.settings import ALLOCATORS
+
+#: glibc's M_MMAP_THRESHOLD maximum on 64-bit (HEAP_MAX_SIZE / 2 = 32 MiB)
+MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024
+TRIM_THRESHOLD_BYTES = 1024 * 1024 * 1024
+
+#: whether this process has been given the steady thresholds (there is no undoing them)
+_steady_since = False
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+
+
+@functools.lru_cache(maxsize=1)
+def _glibc():
+    """glibc's handle, or None (another libc, or no mallopt)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.gnu_get_libc_version.restype = ctypes.c_char_p
+        version = libc.gnu_get_libc_version().decode()
+        libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+        libc.mallopt.restype = ctypes.c_int
+    except (OSError, AttributeError):
+        return None
+    return libc, version
+
+
+def apply_allocator(choice: str) -> str:
+    """Set the process's allocator for ``choice`` (:data:`ALLOCATORS`); the ``env_malloc``
+    text that describes what is in force."""
+    if choice not in ALLOCATORS:
+        raise ValueError(f"allocator must be one of {', '.join(ALLOCATORS)}, not {choice!r}")
+    found = _glibc()
+    if found is None:
+        return "system (not glibc: left as it is)"
+    libc, version = found
+    global _steady_since
+    steady = f"glibc {version} steady: mmap_threshold={MMAP_THRESHOLD_BYTES} trim_threshold={TRIM_THRESHOLD_BYTES}"
+    if choice == "system":
+        # glibc cannot return to its dynamic thresholds: say what is really in force
+        return f"{steady} (set earlier in this process)" if _steady_since else f"glibc {version} defaults"
+    ok = libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
+    if not ok:
+        return f"glibc {version} defaults (mallopt refused the steady thresholds)"
+    _steady_since = True
+    return steady
