@@ -18,9 +18,12 @@ drift between blocks missed the slowdown in 1 of the first 9 trials; with `--run
 with 1 false regression.
 
 The profiles use ``--clock cpu`` (CPU time per thread): the wall-clock run medians vary by
-15-50% between runs here (the process gets 20-60% of a core); CPU time varies by ~12%.
+2-33% between runs here (the process gets part of a core); CPU time, with the steady host
+allocator (``--allocator steady``, the default), by 1.2-8.8% (20 trials: 20 of 20 identical pairs passed, 20 of 20 slowdowns caught). Before that allocator existed, CPU
+time varied by 12-22% between worker processes (glibc's dynamic mmap threshold: each process
+faulted in fresh pages differently), and 6 trials caught the slowdown in 5 (missed at +18%).
 Every trial's figures go to ``VITBENCH_E2E_OUT`` (JSON) when set. ``VITBENCH_E2E_TRIALS``
-(default 20) sets the trials. About 3 x 16 fresh processes per trial: about an hour and a half on
+(default 20) sets the trials. About 3 x 16 fresh processes per trial: 124 minutes for 20 trials on
 a loaded 2-core machine, so it is an acceptance experiment run by hand, not part of CI:
 ``pytest tests/test_measure_gate_e2e.py -m acceptance``.
 """
