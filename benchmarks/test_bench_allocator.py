@@ -23,12 +23,12 @@ import pytest
 
 pytest.importorskip("torch")
 
-from vitbench.measure.allocator import _glibc  # noqa: E402
+from vitbench.measure.allocator import glibc  # noqa: E402
 from vitbench.measure.profile import RunSettings, measure  # noqa: E402
 from vitbench.presets import resolve  # noqa: E402
 from vitbench.specs import ViTSpec, with_overrides  # noqa: E402
 
-pytestmark = pytest.mark.skipif(_glibc() is None, reason="glibc malloc only")
+pytestmark = pytest.mark.skipif(glibc() is None, reason="glibc malloc only")
 
 ROUNDS = int(os.environ.get("VITBENCH_BENCH_ROUNDS", "12"))
 MODELS = {
@@ -51,7 +51,7 @@ def _spread(values: list[float]) -> float:
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-def test_steady_allocator_against_glibc_defaults(name, benchmark, report):
+def test_steady_allocator_againstglibc_defaults(name, benchmark, report):
     spec = MODELS[name]
     steady: list[float] = []
     system: list[float] = []

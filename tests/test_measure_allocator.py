@@ -13,11 +13,11 @@ import sys
 
 import pytest
 
-from vitbench.measure.allocator import MMAP_THRESHOLD_BYTES, _glibc, apply_allocator
+from vitbench.measure.allocator import MMAP_THRESHOLD_BYTES, glibc, apply_allocator
 from vitbench.settings import RunSettings
 from vitbench.errors import SpecError
 
-pytestmark = pytest.mark.skipif(_glibc() is None, reason="glibc malloc only (mallopt)")
+pytestmark = pytest.mark.skipif(glibc() is None, reason="glibc malloc only (mallopt)")
 
 PROBE = r"""
 import ctypes, json, sys

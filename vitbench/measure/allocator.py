@@ -4,10 +4,10 @@ PyTorch's CPU allocator does not cache: every step's activations are ``malloc``-
 glibc's defaults move the threshold between ``mmap``-ed and heap chunks, and trim the heap top,
 as the process runs (the "dynamic mmap threshold"), so whether a step's large tensors come from
 fresh pages (page faults and kernel zeroing, counted in the step's time) or from reused heap
-memory depends on the process's allocation history. On a 2-core VM this made the same
-configuration's per-run median step time differ by 10-20% (standard deviation of the
-logarithms) from one worker process to the next, with a busy process beside it, while the runs
-within one process agreed within 1%; with the thresholds fixed, 3-5%, and steps ~20% faster.
+memory depends on the process's allocation history. On a 2-core VM with a busy process beside
+it, the gate experiment's per-run median CPU time per step varied by 12-22% (CV) from one worker
+process to the next, while blocks within one process agreed within 1%; with the thresholds
+fixed, by 1.2-8.8% (``tests/test_measure_gate_e2e.py``; README, "compare").
 
 ``steady`` (the default) fixes them, as a long-running process with a caching allocator
 (jemalloc, tcmalloc; the CUDA caching allocator on the GPU) would see: chunks up to
@@ -31,20 +31,21 @@ MMAP_THRESHOLD_BYTES = 32 * 1024 * 1024
 TRIM_THRESHOLD_BYTES = 1024 * 1024 * 1024
 
 #: whether this process has been given the steady thresholds (there is no undoing them)
-_steady_since = False
+_made_steady = False
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 
 
 @functools.lru_cache(maxsize=1)
-def _glibc():
-    """glibc's handle, or None (another libc, or no mallopt)."""
+def glibc():
+    """(glibc's handle, its version), or None (another libc, or no mallopt / malloc_trim)."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         libc.gnu_get_libc_version.restype = ctypes.c_char_p
         version = libc.gnu_get_libc_version().decode()
         libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
         libc.mallopt.restype = ctypes.c_int
+        libc.malloc_trim.argtypes = (ctypes.c_size_t,)
     except (OSError, AttributeError):
         return None
     return libc, version
@@ -55,17 +56,17 @@ def apply_allocator(choice: str) -> str:
     text that describes what is in force."""
     if choice not in ALLOCATORS:
         raise ValueError(f"allocator must be one of {', '.join(ALLOCATORS)}, not {choice!r}")
-    found = _glibc()
+    found = glibc()
     if found is None:
         return "system (not glibc: left as it is)"
     libc, version = found
-    global _steady_since
+    global _made_steady
     steady = f"glibc {version} steady: mmap_threshold={MMAP_THRESHOLD_BYTES} trim_threshold={TRIM_THRESHOLD_BYTES}"
     if choice == "system":
         # glibc cannot return to its dynamic thresholds: say what is really in force
-        return f"{steady} (set earlier in this process)" if _steady_since else f"glibc {version} defaults"
+        return f"{steady} (set earlier in this process)" if _made_steady else f"glibc {version} defaults"
     ok = libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
     if not ok:
         return f"glibc {version} defaults (mallopt refused the steady thresholds)"
-    _steady_since = True
+    _made_steady = True
     return steady

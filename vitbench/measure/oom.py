@@ -64,12 +64,11 @@ def _vm_data_bytes() -> int | None:
 
 def _malloc_trim() -> None:
     """Return free heap memory to the OS (glibc), so that it is not silently reused under a cap."""
-    try:
-        import ctypes
+    from vitbench.measure.allocator import glibc
 
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+    found = glibc()
+    if found is not None:
+        found[0].malloc_trim(0)
 
 
 #: RLIMIT_DATA headroom on the CPU beyond the limit: half of it, at least this
