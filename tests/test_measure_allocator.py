@@ -27,12 +27,20 @@ libc = ctypes.CDLL("libc.so.6")
 libc.malloc.restype = ctypes.c_void_p
 libc.malloc.argtypes = (ctypes.c_size_t,)
 libc.free.argtypes = (ctypes.c_void_p,)
-address = libc.malloc(24 * 2**20)  # 24 MiB: over glibc's starting mmap threshold (128 KiB)
-heap = [line.split()[0].split("-") for line in open("/proc/self/maps") if line.rstrip().endswith("[heap]")]
-in_heap = any(int(lo, 16) <= address < int(hi, 16) for lo, hi in heap)
-libc.free(address)
+import threading
 
-print(json.dumps({"described": described, "in_heap": in_heap}))
+def in_heap(size):
+    address = libc.malloc(size)
+    heap = [line.split()[0].split("-") for line in open("/proc/self/maps") if line.rstrip().endswith("[heap]")]
+    libc.free(address)
+    return any(int(lo, 16) <= address < int(hi, 16) for lo, hi in heap)
+
+from_thread = []
+thread = threading.Thread(target=lambda: from_thread.append(in_heap(64 * 1024)))
+thread.start()
+thread.join()
+# 24 MiB: over glibc's starting mmap threshold (128 KiB); 64 KiB from a thread started afterwards
+print(json.dumps({"described": described, "in_heap": in_heap(24 * 2**20), "thread_in_heap": from_thread[0]}))
 """
 
 
@@ -48,6 +56,10 @@ def test_steady_serves_large_chunks_from_the_heap():
     assert system["described"].endswith("defaults")
     # 24 MiB is under the steady mmap threshold (32 MiB): a heap chunk; glibc's default mmaps it
     assert steady["in_heap"] and not system["in_heap"]
+    # one arena: a thread started later (as the step thread is) allocates from the main heap;
+    # with glibc's defaults it gets an arena of its own
+    assert "arena_max=1" in steady["described"] and "not in force" not in steady["described"]
+    assert steady["thread_in_heap"] and not system["thread_in_heap"]
 
 
 def test_the_choice_is_validated_and_recorded():
@@ -79,5 +91,8 @@ def test_measured_rows_record_what_is_in_force():
     assert [r["allocator"] for r in (first, second, third)] == ["system", "steady", "system"]
     assert first["env_malloc"].endswith("defaults")
     assert "steady: mmap_threshold=" in second["env_malloc"]
+    # the system run's step thread got an arena of its own, which fixed glibc's arena count:
+    # the steady run says its one-arena setting does not reach new threads
+    assert second["env_malloc"].endswith("(not in force for new threads: this process made thread arenas before)")
     # glibc cannot return to its dynamic thresholds: a later system run in the same process says so
     assert third["env_malloc"] == second["env_malloc"] + " (set earlier in this process)"

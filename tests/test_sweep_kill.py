@@ -20,6 +20,10 @@ from vitbench.sweeps.store import read_store
 # cifar-vit/4 (32 px base): 4 sizes x 3 patch sizes x 2 batch sizes = 24 valid configurations.
 GRID = ["--model", "cifar-vit/4", "--img-size", "32,64,96,128", "--patch-size", "4,8,16", "--batch-size", "1,2"]
 TOTAL = 24
+#: seconds before each row: the whole sweep lasts TOTAL x this, so that a test process starved of
+#: CPU for a few seconds on a loaded machine still signals a sweep that is running (at 0.25 s the
+#: sweep once finished first, and the "interrupted" sweep exited 0)
+ROW_DELAY_S = 1.0
 
 
 def _start(out: Path, delay: float, *extra: str) -> subprocess.Popen:
@@ -41,6 +45,7 @@ def _wait_for_rows(out: Path, at_least: int, proc: subprocess.Popen, timeout: fl
             pytest.fail(f"sweep ended early: {proc.communicate()}")
         rows = _rows(out)
         if len(rows) >= at_least:
+            assert len(rows) < TOTAL and proc.poll() is None, "the sweep finished before it could be signalled"
             return len(rows)
         time.sleep(0.05)
     proc.kill()
@@ -72,7 +77,7 @@ def _check_complete_and_unchanged(out: Path, before: list[dict]) -> None:
 @pytest.mark.slow
 def test_sigkill_keeps_completed_rows_and_resume_finishes(tmp_path):
     out = tmp_path / "store"
-    proc = _start(out, delay=0.25)
+    proc = _start(out, delay=ROW_DELAY_S)
     _wait_for_rows(out, 3, proc)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
@@ -90,7 +95,7 @@ def test_sigkill_keeps_completed_rows_and_resume_finishes(tmp_path):
 @pytest.mark.slow
 def test_ctrl_c_saves_rows_exits_130_and_says_how_to_resume(tmp_path):
     out = tmp_path / "store"
-    proc = _start(out, 0.25, "--quiet")
+    proc = _start(out, ROW_DELAY_S, "--quiet")
     _wait_for_rows(out, 2, proc)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
@@ -110,7 +115,7 @@ def test_ctrl_c_saves_rows_exits_130_and_says_how_to_resume(tmp_path):
 @pytest.mark.slow
 def test_sigterm_from_a_scheduler_is_handled_like_ctrl_c(tmp_path):
     out = tmp_path / "store"
-    proc = _start(out, delay=0.25)
+    proc = _start(out, delay=ROW_DELAY_S)
     _wait_for_rows(out, 2, proc)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=30)

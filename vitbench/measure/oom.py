@@ -5,11 +5,18 @@ from __future__ import annotations
 import contextlib
 import gc
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from vitbench.measure.step_thread import InlineSteps, StepThread
+
+T = TypeVar("T")
 
 _CPU_OOM = re.compile(r"can't allocate memory|not enough memory|out of memory|Cannot allocate memory", re.I)
 #: oneDNN failing to allocate its primitive (JIT code, scratchpad) reads only "could not create a
-#: primitive [descriptor]": under a memory cap that is running out of memory
+#: primitive [descriptor]": under a memory cap that is running out of memory (and it leaves the
+#: thread unable to create primitives: vitbench.measure.step_thread)
 _ONEDNN_FAILURE = re.compile(r"could not create a primitive", re.I)
 
 
@@ -96,12 +103,18 @@ class MemoryCap:
     allocator's fragmentation and oneDNN's primitives and scratchpads (more with more threads)
     count too, so a cap at the limit itself would fail configurations whose tensors fit. The
     headroom keeps those from failing; the tensors' measured peak is checked against the limit
-    itself (``vitbench.measure.single``)."""
+    itself (``vitbench.measure.single``).
 
-    def __init__(self, device: str, limit_bytes: int | None, headroom: bool = True):
+    ``steps`` (a :mod:`vitbench.measure.step_thread` runner, created before the cap) is where
+    :meth:`run` runs capped blocks; :meth:`recover` replaces its thread after one ran out of
+    memory. Without it blocks run in the calling thread."""
+
+    def __init__(self, device: str, limit_bytes: int | None, headroom: bool = True,
+                 steps: "InlineSteps | StepThread | None" = None):
         self.device = device
         self.limit_bytes = limit_bytes
         self.headroom = headroom
+        self.steps = steps
         self.level: int | None = None  # bytes: the data size (CPU) or reserved memory (CUDA) allowed
         if limit_bytes is not None:
             self.level = self._held() + self._allowance()
@@ -109,8 +122,25 @@ class MemoryCap:
     def strict(self) -> "MemoryCap":
         """The same limit without the CPU headroom, from what the process holds now: what a
         search for the largest batch runs its probes under, so that a probe that fits leaves
-        room for the tensors alone."""
-        return MemoryCap(self.device, self.limit_bytes, headroom=False)
+        room for the tensors alone. Its blocks run on the same step thread."""
+        return MemoryCap(self.device, self.limit_bytes, headroom=False, steps=self.steps)
+
+    def run(self, fn: Callable[[], T]) -> T:
+        """``fn()`` under the cap, on the step thread (or here, without one)."""
+
+        def capped() -> T:
+            with self.applied():
+                return fn()
+
+        return capped() if self.steps is None else self.steps.call(capped)
+
+    def recover(self) -> None:
+        """After a block ran out of memory: drop what can be dropped, replace the step thread
+        (oneDNN's per-thread state may be broken), and :meth:`rebase`."""
+        release_memory(self.device)
+        if self.steps is not None:
+            self.steps.renew()
+        self.rebase()
 
     def _allowance(self) -> int:
         if self.device.startswith("cuda") or not self.headroom:

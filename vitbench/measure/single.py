@@ -4,9 +4,12 @@ memory cap from the first allocation, and ``--batch-size auto``.
 
 The cap (:class:`~vitbench.measure.oom.MemoryCap`) is fixed right after the runtime starts
 (libraries loaded, thread pool running; no model built), so everything the configuration
-allocates counts: building, warm-up, timing. The profiler passes that follow run uncapped (the
-profiler's own buffers are not the step's) and the peak they measure is checked against the
-limit: a configuration whose measured peak exceeds it is out of memory (``status='oom'``).
+allocates counts: building, warm-up, timing. On the CPU, those blocks run on a step thread
+that is replaced after one runs out of memory (:mod:`vitbench.measure.step_thread`: oneDNN's
+per-thread state does not survive a failed primitive creation). The profiler passes that follow
+run uncapped (the profiler's own buffers are not the step's) and the peak they measure is
+checked against the limit: a configuration whose measured peak exceeds it is out of memory
+(``status='oom'``).
 
 ``--batch-size auto`` starts from the memory model's largest batch for the budget (``vitbench
 plan``), measures it and, while it does not fit, steps down (10%, or in proportion to the
@@ -128,13 +131,19 @@ def measure_batch(target, settings: RunSettings, device: str, batch: int, cap) -
         release_memory(device)
         return None
 
-    try:
-        with cap.applied():
-            workload = build_workload(target, settings, batch, device)
-            timing = time_steps(
-                workload.run, device, min_run_time_s=settings.min_run_time_s,
+    def build_and_time():
+        built = build_workload(target, settings, batch, device)
+        try:
+            return built, time_steps(
+                built.run, device, min_run_time_s=settings.min_run_time_s,
                 warmup=settings.warmup, min_samples=settings.min_samples,
             )
+        except BaseException:
+            built.close()
+            raise
+
+    try:
+        workload, timing = cap.run(build_and_time)
         out.update(timing_columns(clock_samples(timing, settings.clock), batch))
         out["steps_per_sample"] = timing.steps_per_sample
         out["wall_samples_s"] = list(timing.samples_s)
@@ -178,50 +187,48 @@ def clock_samples(timing, clock: str) -> list[float]:
 def _fits(target, settings: RunSettings, device: str, cap):
     """``fits(batch)``: two training steps (the second with the optimizer state the first
     created), or one forward pass, run under ``cap`` without running out of memory."""
-    from vitbench.measure.oom import is_oom, release_memory
+    from vitbench.measure.oom import is_oom
     from vitbench.measure.timer import synchronize
     from vitbench.measure.workload import build_workload
 
+    def probe(batch: int) -> None:
+        workload = build_workload(target, settings, batch, device)
+        try:
+            workload.run(2 if settings.mode == "train" else 1)
+            synchronize(device)
+        finally:
+            workload.close()
+
     def fits(batch: int) -> bool:
         failed = False
-        workload = None
         try:
-            with cap.applied():
-                workload = build_workload(target, settings, batch, device)
-                workload.run(2 if settings.mode == "train" else 1)
-                synchronize(device)
+            cap.run(lambda: probe(batch))
         except Exception as exc:
             if not is_oom(exc, capped=cap.limit_bytes is not None):
                 raise
             failed = True
-        finally:
-            if workload is not None:
-                workload.close()
-            workload = None
-        if failed:
-            release_memory(device)
-            cap.rebase()
+        if failed:  # outside the except block: the traceback no longer pins the probe's tensors
+            cap.recover()
         return not failed
 
     return fits
 
 
 def _measure_or_none(target, settings, device, batch, cap):
-    """(measure_batch's result, None) or, when it ran out of memory (under the cap) or its
-    measured peak exceeded the limit, (None, the peak or None)."""
-    from vitbench.measure.oom import is_oom, release_memory
+    """(measure_batch's result, None, None) or, when it ran out of memory (under the cap) or
+    its measured peak exceeded the limit, (None, the peak or None, the error's text)."""
+    from vitbench.measure.oom import error_text, is_oom
 
-    result, peak = None, None
+    result, peak, reason = None, None, None
     try:
         result = measure_batch(target, settings, device, batch, cap)
     except Exception as exc:
         if not is_oom(exc, capped=cap.limit_bytes is not None):
             raise
-        peak = getattr(exc, "peak", None)
+        peak, reason = getattr(exc, "peak", None), error_text(exc, limit=160)
     if result is None:
-        release_memory(device)  # outside the except block: the traceback is gone
-        cap.rebase()
-    return result, peak
+        cap.recover()  # outside the except block: the traceback is gone
+    return result, peak, reason
 
 
 def measure_auto(target, settings: RunSettings, device: str, cap, budget: int | None, record: dict[str, Any]):
@@ -245,6 +252,9 @@ def measure_auto(target, settings: RunSettings, device: str, cap, budget: int | 
         record["auto_method"] = "search"
         search = find_max_batch(_fits(target, settings, device, cap.strict()), max_batch=settings.max_batch_size)
         probes.extend([b, ok] for b, ok in search.probes)
+        # the probes' freed memory that the C allocator keeps mapped would count against the
+        # level fixed before them; the measured peak is what is checked against the limit
+        cap.rebase()
         if search.hit_limit:
             warnings.append(f"--batch-size auto reached max_batch_size={settings.max_batch_size}; larger batches may fit")
         start = search.batch_size
@@ -253,20 +263,22 @@ def measure_auto(target, settings: RunSettings, device: str, cap, budget: int | 
         start = min(planned, settings.max_batch_size)
         if planned > settings.max_batch_size:
             warnings.append(f"--batch-size auto stopped at max_batch_size={settings.max_batch_size}; the memory model fits {planned}")
-    batch, result = start, None
+    batch, result, reasons = start, None, []
     for _ in range(AUTO_ATTEMPTS):
         if batch < 1:
             break
-        result, peak = _measure_or_none(target, settings, device, batch, cap)
+        result, peak, reason = _measure_or_none(target, settings, device, batch, cap)
         attempts.append([batch, result is not None])
+        if result is None:
+            reasons.append(reason)
         if result is not None or batch == 1:
             break
         batch = step_down(batch, peak, cap.limit_bytes)
     if result is None:
-        raise MemoryError("not even batch size 1 fits (--batch-size auto)" if batch <= 1 else
-                          f"no batch from {start} down to {batch} fits (--batch-size auto)")
+        raise MemoryError(("not even batch size 1 fits (--batch-size auto)" if batch <= 1 else
+                           f"no batch from {start} down to {batch} fits (--batch-size auto)") + (f"; last: {reasons[-1]}" if reasons else ""))
     if batch != start:
-        warnings.append(f"batch {start} from --batch-size auto did not fit when measured; measured at {batch}")
+        warnings.append(f"batch {start} from --batch-size auto did not fit when measured ({reasons[0]}); measured at {batch}")
     columns, pass_warnings = result
     return batch, columns, warnings + pass_warnings
 
@@ -280,6 +292,7 @@ def measure_run(target, settings: RunSettings, device: str) -> dict[str, Any]:
     from vitbench.measure.env import environment, thread_count
     from vitbench.measure.oom import MemoryCap, error_text, is_oom, release_memory
     from vitbench.measure.record import base_record
+    from vitbench.measure.step_thread import step_runner
     from vitbench.measure.workload import effective_target
 
     target = effective_target(target, settings)
@@ -287,15 +300,16 @@ def measure_run(target, settings: RunSettings, device: str) -> dict[str, Any]:
     warnings: list[str] = []
     failure: tuple[str, str] | None = None
     capped = False
+    steps = None
     with thread_count(settings.threads):
         try:
             record["env_malloc"] = apply_allocator(settings.allocator)
-            start_runtime(device, settings)
+            steps = step_runner(device, warm=lambda: start_runtime(device, settings))
             budget = None
             if settings.batch_size == "auto":
                 budget, source = auto_budget(settings, device)
                 record["memory_budget_bytes"], record["memory_budget_source"] = budget, source
-            cap = MemoryCap(device, _cap_bytes(settings, budget))
+            cap = MemoryCap(device, _cap_bytes(settings, budget), steps=steps)
             capped = cap.limit_bytes is not None
             record.update(environment(device))
             if settings.batch_size == "auto":
@@ -312,6 +326,9 @@ def measure_run(target, settings: RunSettings, device: str) -> dict[str, Any]:
             raise
         except Exception as exc:  # a failed configuration is a result row, never lost
             failure = ("oom" if is_oom(exc, capped) else "error", error_text(exc))
+        finally:
+            if steps is not None:
+                steps.close()
         if failure is not None:  # outside the except block: the traceback no longer pins tensors
             record["status"], record["error"] = failure
             release_memory(device)
