@@ -9,6 +9,7 @@ primitive"), cap or no cap.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import pytest
@@ -69,22 +70,37 @@ def test_measured_cpu_steps_run_on_the_step_thread(monkeypatch):
     assert len(seen) == 1 and seen[0].name == "vitbench-steps" and not seen[0].is_alive()  # closed after the run
 
 
-def _primitive_failure_under(cap, conv, torch):
-    """Run a convolution at new shapes with the cap's level at what the process holds (plus a
-    growing slack) until oneDNN fails to create its primitive; the batch it failed at."""
-    from vitbench.measure.oom import _vm_data_bytes, is_oom
+@contextlib.contextmanager
+def _thread_after_a_primitive_failure():
+    """(conv, its step thread, the cap, the batch it failed at) right after oneDNN failed to
+    create a convolution primitive on that thread under the cap: the cap's level is set to what
+    the process holds (plus a growing slack) and new shapes are tried until that happens."""
+    import torch
+    from torch import nn
 
-    for batch in range(900, 1000):
-        x = torch.randn(batch, 3, 32, 32)
-        cap.level = _vm_data_bytes() + (batch - 900) * 64 * 1024
-        try:
-            cap.run(lambda: conv(x))
-        except RuntimeError as exc:
-            assert is_oom(exc, capped=True), exc
-            if "could not create a primitive" in str(exc):
-                return batch
-            cap.recover()
-    pytest.fail("no oneDNN primitive failure under the cap")
+    from vitbench.measure.oom import MemoryCap, _vm_data_bytes, is_oom
+
+    torch.set_num_threads(1)
+    conv = nn.Conv2d(3, 32, 4, stride=4)
+    steps = StepThread(warm=lambda: conv(torch.randn(2, 3, 32, 32)))
+    cap = MemoryCap("cpu", 32 * 2**20, steps=steps)
+    try:
+        for batch in range(900, 1000):
+            x = torch.randn(batch, 3, 32, 32)
+            cap.level = _vm_data_bytes() + (batch - 900) * 64 * 1024
+            try:
+                cap.run(lambda: conv(x))
+            except RuntimeError as exc:
+                assert is_oom(exc, capped=True), exc
+                if "could not create a primitive" in str(exc):
+                    break
+                cap.recover()
+        else:
+            pytest.fail("no oneDNN primitive failure under the cap")
+        del x
+        yield conv, steps, cap, batch
+    finally:
+        steps.close()
 
 
 @pytest.mark.slow
@@ -93,16 +109,8 @@ def test_a_failed_primitive_creation_breaks_only_its_own_thread():
     # What oneDNN 3.12 (torch 2.14) does, and why capped blocks need a thread they can discard:
     # if this ever fails, the step thread's renewal may no longer be needed.
     import torch
-    from torch import nn
 
-    from vitbench.measure.oom import MemoryCap
-
-    torch.set_num_threads(1)
-    conv = nn.Conv2d(3, 32, 4, stride=4)
-    steps = StepThread(warm=lambda: conv(torch.randn(2, 3, 32, 32)))
-    cap = MemoryCap("cpu", 32 * 2**20, steps=steps)
-    try:
-        _primitive_failure_under(cap, conv, torch)
+    with _thread_after_a_primitive_failure() as (conv, steps, cap, _):
         cap.level = None  # no cap at all now
         with pytest.raises(RuntimeError, match="could not create a primitive"):
             steps.call(lambda: conv(torch.randn(7, 3, 32, 32)))  # the same thread: broken
@@ -111,28 +119,18 @@ def test_a_failed_primitive_creation_breaks_only_its_own_thread():
             assert other.call(lambda: conv(torch.randn(7, 3, 32, 32))).shape == (7, 32, 8, 8)
         finally:
             other.close()
-    finally:
-        steps.close()
 
 
 @pytest.mark.slow
 @in_fresh_process
 def test_capped_blocks_work_again_after_recovering_from_a_primitive_failure():
     import torch
-    from torch import nn
 
-    from vitbench.measure.oom import MemoryCap, _vm_data_bytes
+    from vitbench.measure.oom import _vm_data_bytes
 
-    torch.set_num_threads(1)
-    conv = nn.Conv2d(3, 32, 4, stride=4)
-    steps = StepThread(warm=lambda: conv(torch.randn(2, 3, 32, 32)))
-    cap = MemoryCap("cpu", 32 * 2**20, steps=steps)
-    try:
-        failed_at = _primitive_failure_under(cap, conv, torch)
+    with _thread_after_a_primitive_failure() as (conv, _, cap, failed_at):
         cap.recover()  # what the batch search and the measuring attempts do after an OOM
         assert cap.level >= _vm_data_bytes() + 32 * 2**20 + 64 * 2**20  # rebased: limit + headroom
         for batch in (7, failed_at, 500):  # new shapes, and the one that failed
             out = cap.run(lambda: conv(torch.randn(batch, 3, 32, 32)))
             assert out.shape == (batch, 32, 8, 8)
-    finally:
-        steps.close()
