@@ -1,5 +1,6 @@
-"""Steps timed on the step thread (where every CPU measurement times them since the thread was
-introduced) against the same steps timed in the calling thread, on a ViT and a CNN.
+"""Steps timed on the step thread (where capped CPU runs time them: ``--memory-limit``,
+``--batch-size auto``) against the same steps timed in the calling thread (where uncapped runs
+time them), on a ViT and a CNN.
 
 Run: ``pytest benchmarks/test_bench_step_thread.py -s``
 

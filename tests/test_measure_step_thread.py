@@ -39,20 +39,22 @@ def test_step_thread_runs_blocks_on_one_warmed_thread_and_renews_it():
         steps.call(lambda: None)
 
 
-def test_cpu_runs_get_a_step_thread_and_cuda_runs_inline():
+def test_capped_cpu_runs_get_a_step_thread_others_run_inline():
     calls: list[threading.Thread] = []
-    inline = step_runner("cuda", warm=lambda: calls.append(threading.current_thread()))  # a CUDA device is per thread
-    assert isinstance(inline, InlineSteps) and calls == [threading.current_thread()]
-    assert inline.call(threading.current_thread) is threading.current_thread()
-    threaded = step_runner("cpu", warm=lambda: calls.append(threading.current_thread()))
+    for device, capped in (("cpu", False), ("cuda", True)):  # no cap to fail under; a CUDA device is per thread
+        inline = step_runner(device, capped, warm=lambda: calls.append(threading.current_thread()))
+        assert isinstance(inline, InlineSteps) and calls[-1] is threading.current_thread()
+        assert inline.call(threading.current_thread) is threading.current_thread()
+    threaded = step_runner("cpu", True, warm=lambda: calls.append(threading.current_thread()))
     try:
-        assert isinstance(threaded, StepThread) and calls[1] is not threading.current_thread()
-        assert threaded.call(threading.current_thread) is calls[1]
+        assert isinstance(threaded, StepThread) and calls[-1] is not threading.current_thread()
+        assert threaded.call(threading.current_thread) is calls[-1]
     finally:
         threaded.close()
 
 
-def test_measured_cpu_steps_run_on_the_step_thread(monkeypatch):
+@pytest.mark.parametrize("limit, where", [(None, "MainThread"), (256 * 2**20, "vitbench-steps")])
+def test_measured_cpu_steps_run_on_the_step_thread_under_a_cap(monkeypatch, limit, where):
     import vitbench.measure.timer as timer
     from vitbench.measure.profile import RunSettings, measure
 
@@ -65,9 +67,10 @@ def test_measured_cpu_steps_run_on_the_step_thread(monkeypatch):
 
     monkeypatch.setattr(timer, "time_steps", spy)
     row = measure("mnist-vit", RunSettings(device="cpu", batch_size=2, min_run_time_s=0.02, warmup=1, memory=False,
-                                            threads=1, runs=1))
+                                            threads=1, runs=1, memory_limit_bytes=limit))
     assert row["status"] == "ok", row["error"]
-    assert len(seen) == 1 and seen[0].name == "vitbench-steps" and not seen[0].is_alive()  # closed after the run
+    assert [t.name for t in seen] == [where]
+    assert where == "MainThread" or not seen[0].is_alive()  # the step thread is closed after the run
 
 
 @contextlib.contextmanager

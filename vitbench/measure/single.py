@@ -304,7 +304,8 @@ def measure_run(target, settings: RunSettings, device: str) -> dict[str, Any]:
     with thread_count(settings.threads):
         try:
             record["env_malloc"] = apply_allocator(settings.allocator)
-            steps = step_runner(device, warm=lambda: start_runtime(device, settings))
+            will_cap = settings.memory_limit_bytes is not None or settings.batch_size == "auto"
+            steps = step_runner(device, will_cap, warm=lambda: start_runtime(device, settings))
             budget = None
             if settings.batch_size == "auto":
                 budget, source = auto_budget(settings, device)

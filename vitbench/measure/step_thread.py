@@ -8,16 +8,17 @@ primitive", at any shape and with the cap lifted; other threads are unaffected
 the cap, so in the main thread one unlucky probe made every later measurement "out of memory"
 (a CI run: "no batch from 856 down to 366 fits" for a model whose batch 856 had just fit).
 
-So on the CPU, a run's blocks (building and timing; the batch search's probes) run on a
+So on the CPU, a capped run's blocks (building and timing; the batch search's probes) run on a
 :class:`StepThread`: one long-lived thread, started and warmed up (its OpenMP team, oneDNN's
 state) before the cap's level is fixed, so its stack and thread pool are not charged to the cap;
 after a block runs out of memory it is replaced by a fresh, warmed-up one
-(:meth:`StepThread.renew`). Capped or not, so that every CPU measurement times its steps in the
-same place. With the steady allocator (the default) steps time the same there as in the main
-thread (``benchmarks/test_bench_step_thread.py``: ratios 0.99-1.01); with glibc's defaults
+(:meth:`StepThread.renew`). With the steady allocator (the default) every thread allocates from
+the main heap, and steps time the same there as in the main thread
+(``benchmarks/test_bench_step_thread.py``: ratios 0.96-1.01); with glibc's defaults
 (``--allocator system``) a second thread gets its own malloc arena, and a small ViT's steps took
-0.74-0.82x the main thread's time there. CUDA runs inline (:class:`InlineSteps`): the current
-device is per thread, and a CUDA OOM breaks no thread.
+0.74-0.82x the main thread's time there. Uncapped runs keep the main thread (:class:`InlineSteps`:
+there is no cap to fail under, and ``system`` then times steps as a plain loop would), and so
+does CUDA (the current device is per thread, and a CUDA OOM breaks no thread).
 """
 
 from __future__ import annotations
@@ -109,6 +110,6 @@ def _serve(requests: queue.SimpleQueue) -> None:
         del request, fn, result  # no reference to the block's tensors stays on this thread
 
 
-def step_runner(device: str, warm: Callable[[], None]) -> InlineSteps | StepThread:
-    """A :class:`StepThread` on the CPU, :class:`InlineSteps` on CUDA."""
-    return InlineSteps(warm) if device.startswith("cuda") else StepThread(warm)
+def step_runner(device: str, capped: bool, warm: Callable[[], None]) -> InlineSteps | StepThread:
+    """A :class:`StepThread` for a capped run on the CPU, else :class:`InlineSteps`."""
+    return StepThread(warm) if capped and not device.startswith("cuda") else InlineSteps(warm)
