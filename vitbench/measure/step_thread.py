@@ -14,7 +14,7 @@ state) before the cap's level is fixed, so its stack and thread pool are not cha
 after a block runs out of memory it is replaced by a fresh, warmed-up one
 (:meth:`StepThread.renew`). With the steady allocator (the default) every thread allocates from
 the main heap, and steps time the same there as in the main thread
-(``benchmarks/test_bench_step_thread.py``: ratios 0.96-1.01); with glibc's defaults
+(``benchmarks/test_bench_step_thread.py``: ratios 0.96-1.02); with glibc's defaults
 (``--allocator system``) a second thread gets its own malloc arena, and a small ViT's steps took
 0.74-0.82x the main thread's time there. Uncapped runs keep the main thread (:class:`InlineSteps`:
 there is no cap to fail under, and ``system`` then times steps as a plain loop would), and so
