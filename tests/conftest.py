@@ -1,10 +1,69 @@
 import os
+import random
 import warnings
+from collections import defaultdict
+from importlib import metadata
 
 import pytest
 
 os.environ.setdefault("CI", os.environ.get("CI", ""))
 warnings.filterwarnings("ignore", category=FutureWarning, module="torch.jit")
+
+#: the versions that decide what the tests observe, printed at the top of every run
+REPORTED_VERSIONS = ("torch", "torchvision", "timm", "transformers", "fvcore", "pandas", "numpy", "pyarrow", "submitit")
+
+#: ``VITBENCH_SLOW_SAMPLE=F``: run every slow test function, but only a seeded random fraction F
+#: of the cases of each parametrized one (at least one); ``VITBENCH_SLOW_SEED=N`` picks the
+#: sample (default: a new seed each run, printed in the header, so a failure can be replayed).
+SAMPLE_ENV, SEED_ENV = "VITBENCH_SLOW_SAMPLE", "VITBENCH_SLOW_SEED"
+
+
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _slow_sample() -> tuple[float, int] | None:
+    text = os.environ.get(SAMPLE_ENV)
+    if not text:
+        return None
+    fraction = float(text)
+    if not 0 < fraction <= 1:
+        raise pytest.UsageError(f"{SAMPLE_ENV}={text}: must be a fraction in (0, 1]")
+    seed = os.environ.get(SEED_ENV)
+    return fraction, int(seed) if seed else random.SystemRandom().randrange(10**6)
+
+
+def pytest_configure(config):
+    config._vitbench_slow_sample = _slow_sample()
+
+
+def pytest_report_header(config):
+    lines = ["versions: " + ", ".join(f"{name} {_version(name)}" for name in REPORTED_VERSIONS)]
+    sample = config._vitbench_slow_sample
+    if sample is not None:
+        lines.append(f"slow tests sampled: {sample[0]:g} of each parametrized slow test's cases, "
+                     f"seed {sample[1]} (replay: {SEED_ENV}={sample[1]})")
+    return lines
+
+
+def sample_slow(items, fraction: float, seed: int):
+    """(kept, deselected): every slow test function keeps a seeded ``fraction`` of its
+    parametrized cases (at least one); non-slow items and unparametrized slow tests are all kept."""
+    groups = defaultdict(list)
+    for item in items:
+        if "slow" in item.keywords and getattr(item, "callspec", None) is not None:
+            groups[(item.path, item.originalname)].append(item)
+    rng = random.Random(seed)
+    dropped = set()
+    for key in sorted(groups, key=lambda k: (str(k[0]), k[1])):
+        cases = groups[key]
+        keep = max(1, round(fraction * len(cases)))
+        chosen = set(id(item) for item in rng.sample(cases, keep))
+        dropped.update(id(item) for item in cases if id(item) not in chosen)
+    return [i for i in items if id(i) not in dropped], [i for i in items if id(i) in dropped]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -18,3 +77,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cuda" in item.keywords and not has_cuda:
             item.add_marker(skip)
+    sample = config._vitbench_slow_sample
+    if sample is not None:
+        kept, deselected = sample_slow(items, *sample)
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = kept

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from vitbench.counters.peers import peer_sentences
 from vitbench.reporting.study.rows import num
 
 if TYPE_CHECKING:
@@ -31,7 +32,9 @@ def section(report: Report) -> bool:
         })
     report.doc.add(
         "Analytic MACs (closed-form formulas) against two independent traced counts of the built nn.Module: fvcore "
-        "(its \"flop\" is a MAC) and torch's dispatch-level FlopCounterMode (divided by 2 to give MACs)."
+        "(its \"flop\" is a MAC) and torch's dispatch-level FlopCounterMode (divided by 2 to give MACs), both with "
+        "vitbench's formulas for the fused attention kernels. On their own, the peers count these by version: "
+        + " ".join(peer_sentences())
     )
     report.table("agreement", rows, [
         ("model", "model"), ("overrides", "overrides"), ("batch_size", "batch"), ("macs", "analytic MACs"),

@@ -1,0 +1,64 @@
+"""The floor job's pins (ci/floor.txt) are pyproject.toml's lower bounds, and every dependency
+has one: what the package claims to support is what .ci/run tests."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pyproject():
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def _floors() -> dict[str, str]:
+    project = _pyproject()["project"]
+    requirements = list(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        requirements += extra
+    floors = {}
+    for requirement in requirements:
+        if ";" in requirement:  # an environment marker (tomli on Python 3.10): not pinned
+            continue
+        match = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([^,\s]+)", requirement)
+        assert match, f"{requirement!r}: every dependency states its floor as NAME>=VERSION"
+        name, version = match.group(1).lower(), match.group(2)
+        assert floors.setdefault(name, version) == version, f"{name}: two different floors"
+    return floors
+
+
+def _pins() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "ci" / "floor.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, version = line.split("==")
+            pins[name.lower()] = version
+    return pins
+
+
+def _same_release(a: str, b: str) -> bool:
+    pad = lambda v: [int(x) for x in re.findall(r"\d+", v.split(".post")[0])] + [0] * 3  # noqa: E731
+    return pad(a)[:3] == pad(b)[:3] and (".post" in a) == (".post" in b)
+
+
+def test_every_floor_is_pinned_in_the_floor_job():
+    floors, pins = _floors(), _pins()
+    assert set(floors) <= set(pins), f"not pinned in ci/floor.txt: {sorted(set(floors) - set(pins))}"
+    for name, floor in floors.items():
+        assert _same_release(floor, pins[name]), f"{name}: pyproject says >={floor}, ci/floor.txt pins {pins[name]}"
+
+
+def test_ci_runs_the_readme_command_and_the_floor_job():
+    script = (ROOT / ".ci" / "run").read_text()
+    readme = (ROOT / "README.md").read_text()
+    command = "pip install -e '.[test]' && python -m pytest tests/"
+    assert command in readme
+    assert "-m venv" in script and "ci/floor.txt" in script
+    assert "pip install -q -e '.[test]'" in script and "python -m pytest tests/" in script
