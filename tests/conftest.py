@@ -43,7 +43,7 @@ def pytest_configure(config):
 def pytest_report_header(config):
     lines = ["versions: " + ", ".join(f"{name} {_version(name)}" for name in REPORTED_VERSIONS)]
     sample = config._vitbench_slow_sample
-    if sample is not None:
+    if sample is not None and "slow" in (config.option.markexpr or "") and "not slow" not in config.option.markexpr:
         lines.append(f"slow tests sampled: {sample[0]:g} of each parametrized slow test's cases, "
                      f"seed {sample[1]} (replay: {SEED_ENV}={sample[1]})")
     return lines

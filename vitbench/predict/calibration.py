@@ -204,10 +204,9 @@ def _fit_affine(sizes: list[float], times: list[float]) -> tuple[float, float]:
 
 def save(calibration: Calibration, path: str | os.PathLike | None = None) -> Path:
     target = Path(path) if path else cache_dir() / (calibration_key(calibration.device, calibration.device_name, calibration.threads, calibration.torch) + ".json")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
-    tmp.write_text(calibration.to_json())
-    os.replace(tmp, target)
+    from vitbench.results import atomic_write_text
+
+    atomic_write_text(target, calibration.to_json())
     return target
 
 

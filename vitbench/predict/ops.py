@@ -102,11 +102,9 @@ def gemm_shape(name: str, args: tuple, out: Any) -> tuple[int, ...]:
             dims = tuple(ref.shape[2:]) if ref is not None else tuple(args[0].shape[2:])
             for d in dims:
                 spatial *= d
-            groups = 1
             k = 1
-            for d in w[1:]:
+            for d in w[1:]:  # in_channels / groups x kernel elements
                 k *= d
-            del groups
             return (x[0] * spatial, k, w[0])
     except (ValueError, IndexError, TypeError):
         return ()
