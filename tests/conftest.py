@@ -51,10 +51,11 @@ def pytest_report_header(config):
 
 def sample_slow(items, fraction: float, seed: int):
     """(kept, deselected): every slow test function keeps a seeded ``fraction`` of its
-    parametrized cases (at least one); non-slow items and unparametrized slow tests are all kept."""
+    parametrized cases (at least one); non-slow items, unparametrized slow tests and tests marked
+    ``unsampled`` (cases that build on each other, such as the README's examples) are all kept."""
     groups = defaultdict(list)
     for item in items:
-        if "slow" in item.keywords and getattr(item, "callspec", None) is not None:
+        if "slow" in item.keywords and "unsampled" not in item.keywords and getattr(item, "callspec", None) is not None:
             groups[(item.path, item.originalname)].append(item)
     rng = random.Random(seed)
     dropped = set()

@@ -43,6 +43,7 @@ def test_the_readme_has_examples_and_every_skip_says_why():
 
 
 @pytest.mark.slow
+@pytest.mark.unsampled  # each example builds on the files the ones before it wrote
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.label for e in EXAMPLES])
 def test_readme_example_runs_verbatim(example, scratch):
     if example.action == "skip":
