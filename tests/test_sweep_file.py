@@ -91,7 +91,7 @@ def test_sweep_file_runs_from_the_cli(tmp_path):
         ("models: [vit-b/16]\ngrid: [patch_size]\n", "grid=['patch_size']: must be a mapping"),
         ("models: [vit-b/16]\ngrid: {depth: [six]}\n", "grid.depth='six'"),
         ("models: [resnet50]\ngrid: {patch_size: [8]}\n", "grid.patch_size=8: does not apply"),
-        ("models: [vit-b/16]\nstages: [analytic, timing]\n", "stages='timing': must be one of analytic, counters, measured"),
+        ("models: [vit-b/16]\nstages: [analytic, timing]\n", "stages='timing': must be one of analytic, counters, predict, measured"),
         ("models: [vit-b/16]\nbatch_sizes: [1, two]\n", "batch_sizes='two': must be a positive integer"),
         ("models: [vit-b/16]\nmeasure: {min_run_time_s: fast}\n", "measure.min_run_time_s='fast': must be a number"),
         ("models: [vit-b/16]\nmeasure: {min_time: 0.5}\n", "measure.min_time=0.5: renamed to measure.min_run_time_s"),

@@ -20,6 +20,8 @@ _EXPORTS = {
     "module_table": "vitbench.counters",
     "profile": "vitbench.measure.profile",
     "sweep": "vitbench.sweeps",
+    "predict": "vitbench.timemodel.run",
+    "calibrate": "vitbench.timemodel.calibration",
     "plan": "vitbench.analytic.memory",
     "memory_estimate": "vitbench.analytic.memory",
     "plan_records": "vitbench.analytic.memory",

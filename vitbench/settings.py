@@ -35,7 +35,7 @@ CLOCKS = ("wall", "cpu")
 #: thresholds (no page-fault churn that varies from process to process); ``system`` = as it is
 ALLOCATORS = ("steady", "system")
 #: the stages of a sweep row
-STAGES = ("analytic", "counters", "measured")
+STAGES = ("analytic", "counters", "predict", "measured")
 
 __all__ = [
     "ATTENTIONS", "COUNTERS", "COUNT_METHODS", "DEVICES", "MODES", "OPTIMIZERS", "PRECISIONS",

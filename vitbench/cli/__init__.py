@@ -19,6 +19,8 @@ COMMANDS = (
     "models",
     "validate",
     "profile",
+    "predict",
+    "calibrate",
     "selftest",
     "sweep",
     "merge",

@@ -32,7 +32,7 @@ DRY_RUN_HEAD = 20
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "sweep",
-        help="run a grid of configurations through analytic, counters and measured stages",
+        help="run a grid of configurations through analytic, counters, predict and measured stages",
         description="Run every configuration of a grid (models x spec-field values x batch sizes x "
         "modes x precisions) and append one checksummed row per configuration to DIR/rows.jsonl as it "
         "completes; DIR/results.csv is exported at the end (and on interruption). Grid values are "
@@ -43,7 +43,7 @@ def register(subparsers) -> None:
     parser.add_argument("--model", "--models", dest="models", metavar="M1,M2", help="comma-separated presets or references (see `vitbench models`)")
     add_override_arguments(parser, "grid axes", "grid_")
     parser.add_argument("--batch-size", dest="batch_sizes", metavar="B1,B2", help="comma-separated batch sizes (default 1)")
-    parser.add_argument("--stages", metavar="S1,S2", help="comma-separated: analytic, counters, measured (default analytic)")
+    parser.add_argument("--stages", metavar="S1,S2", help="comma-separated: analytic, counters, predict (the time model), measured (default analytic)")
     parser.add_argument("--counters", metavar="C1,C2", help="counters stage: fvcore, dispatch (default both)")
     add_run_arguments(parser, MEASURE_FIELDS, title="measured stage (the same flags as `vitbench profile`)")
     run_group = parser.add_argument_group("running")
@@ -146,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
                 retry_failed=args.retry_failed, shard=shard, yes=args.yes, export=_split(args.export) or ["csv"],
                 launcher=args.launcher, launcher_options=_launcher_options(args),
                 on_start=progress.on_start, on_row=progress.on_row,
+                on_calibrate=lambda message: print(f"vitbench: {message}", file=sys.stderr, flush=True),
             )
     finally:
         progress.close()

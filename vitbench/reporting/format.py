@@ -66,6 +66,8 @@ def binary_bytes(value: float) -> str:
 def seconds(value: float) -> str:
     if _missing(value):
         return ""
+    if value >= 3600:
+        return f"{value / 3600:.3g} h"
     if value >= 1:
         return f"{value:.3g} s"
     if value >= 1e-3:
@@ -90,6 +92,10 @@ def humanize(column: str, value: Any) -> Any:
         return binary_bytes(value)
     if column.endswith(_SECONDS_SUFFIX):
         return seconds(value)
+    if column.endswith("_hours"):
+        return f"{value:.3g} h"
+    if column.endswith("_cost"):
+        return f"{value:,.2f}"
     if column.endswith(("_share", "_ratio", "_fraction", "mfu", "_cv", "_spread")):
         return f"{100 * value:.1f}%"
     if column in PLAIN_COLUMNS:

@@ -195,14 +195,16 @@ def by_batch_figure(series: Sequence[Series], ylabel: str, title: str, *, scale:
     return fig
 
 
-def predicted_vs_measured(series: Sequence[Series], path: Path) -> Path:
-    """Measured peak memory against the analytic prediction (MiB, log-log), with y = x."""
+def predicted_vs_measured(series: Sequence[Series], path: Path, unit: str = "MiB") -> Path:
+    """Measured against predicted (log-log), with y = x: peak memory (``unit="MiB"``, against
+    the analytic memory model) or step time (``unit="s"``, against the time model)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 6))
+    scale = MIB if unit == "MiB" else 1.0
     values: list[float] = []
     for i, (s, color) in enumerate(zip(series, colors(len(series)))):
-        ax.plot([v / MIB for v in s.x], [v / MIB for v in s.y], _MARKERS[i % len(_MARKERS)], label=s.label, color=color)
-        values += [v / MIB for v in s.x + s.y if v and v > 0]
+        ax.plot([v / scale for v in s.x], [v / scale for v in s.y], _MARKERS[i % len(_MARKERS)], label=s.label, color=color)
+        values += [v / scale for v in s.x + s.y if v and v > 0]
     if values:
         lo, hi = min(values) / 1.5, max(values) * 1.5
         ax.plot([lo, hi], [lo, hi], "k--", linewidth=1, label="measured = predicted")
@@ -210,9 +212,14 @@ def predicted_vs_measured(series: Sequence[Series], path: Path) -> Path:
         ax.set_ylim(lo, hi)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("predicted peak memory (MiB, vitbench.analytic.memory)")
-    ax.set_ylabel("measured peak memory (MiB)")
-    ax.set_title("Peak memory: predicted vs measured")
+    if unit == "MiB":
+        ax.set_xlabel("predicted peak memory (MiB, vitbench.analytic.memory)")
+        ax.set_ylabel("measured peak memory (MiB)")
+        ax.set_title("Peak memory: predicted vs measured")
+    else:
+        ax.set_xlabel("predicted step time (s, vitbench.timemodel)")
+        ax.set_ylabel("measured median step time (s)")
+        ax.set_title("Step time: predicted vs measured")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=6)
     return _save(fig, path)

@@ -209,15 +209,15 @@ def _settings(study: Study) -> list[tuple[int, str | None, str | None, bytes]]:
     """(batch size, mode, precision, the settings part of the hashed text) of each row of a
     combination: ``\n{"batch_size":B,"counters":[...],"measure":{...},"stages":[...]}``."""
     out = []
-    modes = study.modes if study.measured else (None,)
-    precisions = study.precisions if study.measured else (None,)
+    modes = study.modes if study.per_step else (None,)
+    precisions = study.precisions if study.per_step else (None,)
     for batch in study.batch_sizes:
         for mode in modes:
             for precision in precisions:
                 data: dict[str, Any] = {"batch_size": batch, "stages": sorted(study.stages)}
                 if "counters" in study.stages:
                     data["counters"] = sorted(study.counters)
-                if study.measured:
+                if study.per_step:
                     data["measure"] = {"mode": mode, "precision": precision, **measure_identity(study.measure)}
                 out.append((batch, mode, precision, ("\n" + _dumps(data)).encode()))
     return out
@@ -262,7 +262,7 @@ def iter_configs(plan: SweepPlan, shard: tuple[int, int] | None = None) -> Itera
         yield Config(
             index=index, id=key.hex(), study=study.name, model=grid.model, overrides=tuple(zip(grid.names, values)), batch_size=batch,
             stages=study.stages, counters=study.counters, mode=mode, precision=precision,
-            measure=study.measure if study.measured else None,
+            measure=study.measure if study.per_step else None,
         )
 
 
@@ -301,7 +301,7 @@ def study_sizes(plan: SweepPlan) -> dict[str, int]:
 
     out: dict[str, int] = {}
     for study in plan.studies:
-        rows = len(study.batch_sizes) * (len(study.modes) * len(study.precisions) if study.measured else 1)
+        rows = len(study.batch_sizes) * (len(study.modes) * len(study.precisions) if study.per_step else 1)
         out[study.name] = rows * sum(math.prod(len(v) for v in _ModelGrid(study, m).values) for m in study.models)
     return out
 

@@ -42,12 +42,14 @@ def sweep(
     launcher_options: Mapping[str, Any] | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    on_calibrate: Callable[[str], None] | None = None,
 ) -> SweepResult:
     """Run a sweep (a sweep file, a :class:`SweepPlan`, or ``models`` x ``grid``) into a store.
 
     Each completed row is on disk before the next configuration starts. ``on_start(todo,
     skipped)`` and ``on_row(row)`` let a caller show progress. Raises :class:`SweepInterrupted`
-    (exit code 130) on Ctrl-C after saving; never raises for a failing configuration.
+    (exit code 130) on Ctrl-C after saving; ``on_calibrate(message)`` hears when the predict
+    stage calibrates the device first (about 30 s, once per machine); never raises for a failing configuration.
     ``launcher``: ``local`` (this process), ``gpus`` (one worker per visible GPU) or
     ``submitit`` (a Slurm job array); see :mod:`vitbench.sweeps.launchers`.
 
@@ -76,6 +78,7 @@ def sweep(
     return execute(
         plan, directory, shard=shard_t, resume=resume, force=force, allow_foreign=allow_foreign,
         retry_failed=retry_failed, yes=yes, export=export, compute=compute, on_start=on_start, on_row=on_row,
+        on_calibrate=on_calibrate,
     )
 
 

@@ -12,7 +12,7 @@ Sweep-file schema (YAML or TOML; every key optional unless marked; unknown keys 
       img_size: [32, 64]         # a non-square size is written "224x160"
       layers: [[2, 2, 2, 2], [3, 4, 6, 3]]   # list-valued fields: a list of lists
     batch_sizes: [1, 8]          # positive integers (default [1])
-    stages: [analytic, counters, measured]   # default [analytic]
+    stages: [analytic, counters, predict, measured]   # default [analytic]; predict = the time model
     counters: [fvcore, dispatch] # for the counters stage (default both)
     measure:                     # the measured stage: RunSettings fields, under their own names
       device: cpu                # auto | cpu | cuda
@@ -77,6 +77,11 @@ class Study:
     def measured(self) -> bool:
         return "measured" in self.stages
 
+    @property
+    def per_step(self) -> bool:
+        """Rows per mode and precision: the predict and measured stages are about one step."""
+        return "measured" in self.stages or "predict" in self.stages
+
     def identity(self) -> dict[str, Any]:
         """What determines the study's rows (the fingerprint's input): settings count only for a
         measured study, counters only with the counters stage."""
@@ -87,7 +92,7 @@ class Study:
         }
         if "counters" in self.stages:
             data["counters"] = sorted(self.counters)
-        if self.measured:
+        if self.per_step:
             data["modes"], data["precisions"] = list(self.modes), list(self.precisions)
             data["measure"] = measure_identity(self.measure)
         return data

@@ -19,14 +19,36 @@ from vitbench.sweeps.plan import SweepPlan
 #: (tracing a model: about a second per counter; a measured row: per run, the process start,
 #: warm-up and the timed minimum, plus the memory pass)
 COUNTER_S = 1.5
+PREDICT_S = 0.01  # traces are shared across batch sizes and depths (vitbench.timemodel.fast)
 PROCESS_START_S = 2.0
 
 
 class Runner:
     """Computes rows; caches counter results per (spec, batch) across modes and precisions."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_calibrate: Any = None) -> None:
         self._counter_cache: dict[tuple[str, int, tuple[str, ...]], dict[str, Any]] = {}
+        self._predictors: dict[tuple[Any, ...], tuple[Any, list[str]]] = {}
+        self._on_calibrate = on_calibrate
+
+    def _predict(self, target: Any, config: Config) -> dict[str, Any]:
+        """The time model's columns (one Predictor, hence one calibration, per device setting)."""
+        from vitbench.timemodel.fast import Predictor
+        from vitbench.timemodel.run import predict_device, resolve_calibration
+
+        settings = config.run_settings
+        device = predict_device(settings.device)
+        precisions = ("fp32", "bf16") if settings.precision == "bf16" else ("fp32",)
+        key = (device, settings.threads, settings.optimizer, precisions)
+        if key not in self._predictors:
+            calibration, warnings = resolve_calibration(device, settings.threads, precisions, on_calibrate=self._on_calibrate)
+            self._predictors[key] = (Predictor(calibration, settings.optimizer), warnings)
+        predictor, warnings = self._predictors[key]
+        prediction = predictor.predict(target, config.batch_size, settings.mode, settings.precision)
+        out: dict[str, Any] = dict(prediction.columns(config.batch_size))
+        out.update(pred_basis=predictor.calibration.label, mode=settings.mode, precision=settings.precision,
+                   device=device, warnings=list(warnings))
+        return out
 
     def row(self, config: Config) -> dict[str, Any]:
         started = time.perf_counter()
@@ -53,6 +75,10 @@ class Runner:
                 row.update(batch_size=config.batch_size, analytic_note=target.analytic_note)
             if "counters" in config.stages:
                 row.update(self._counters(target, config, row))
+            if "predict" in config.stages:
+                predicted = self._predict(target, config)
+                row["warnings"] = (_as_list(row.get("warnings")) + _as_list(predicted.pop("warnings", None))) or None
+                row.update(predicted)
             if "measured" in config.stages:
                 measured = _measured(target, config)
                 warnings = _as_list(row.get("warnings")) + _as_list(measured.get("warnings"))
@@ -116,6 +142,22 @@ def check_measured(plan: SweepPlan) -> list[str]:
     return sorted(devices)
 
 
+def prepare_predict(plan: SweepPlan, on_calibrate: Any = None) -> None:
+    """Before any row runs: check the predict stage's devices, and calibrate those that have no
+    calibration yet (saved in the cache, where the rows then find it)."""
+    from vitbench.timemodel.run import predict_device, resolve_calibration
+
+    for study in plan.studies:
+        if "predict" in study.stages:
+            device = predict_device(study.measure.device)
+            precisions = ("fp32", "bf16") if "bf16" in study.precisions else ("fp32",)
+            if "fp16" in study.precisions and device == "cpu":
+                from vitbench.errors import SpecError
+
+                raise SpecError("precision", "fp16", "fp16 autocast needs a GPU; use bf16 or fp32 on the CPU")
+            resolve_calibration(device, study.measure.threads, precisions, on_calibrate=on_calibrate)
+
+
 def estimate_seconds(plan: SweepPlan, rows: int) -> tuple[float, float]:
     """(seconds for ``rows`` rows of the plan, mean seconds per row): the per-row estimate of
     each study weighted by its share of the grid."""
@@ -145,6 +187,8 @@ def row_seconds(plan: SweepPlan, store_s: float = 0.004) -> dict[str, float]:
             seconds += (time.perf_counter() - started) / 3
         if "counters" in study.stages:
             seconds += COUNTER_S * len(study.counters)
+        if "predict" in study.stages:
+            seconds += PREDICT_S
         if study.measured:
             settings = study.measure
             per_run = PROCESS_START_S * settings.in_worker + settings.min_run_time_s * (1 + settings.memory)
@@ -153,4 +197,4 @@ def row_seconds(plan: SweepPlan, store_s: float = 0.004) -> dict[str, float]:
     return out
 
 
-__all__ = ["Runner", "check_measured", "row_seconds", "estimate_seconds"]
+__all__ = ["Runner", "check_measured", "prepare_predict", "row_seconds", "estimate_seconds"]

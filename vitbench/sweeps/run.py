@@ -160,13 +160,14 @@ def execute(
     compute: Callable[[Iterator[Config]], Iterator[dict[str, Any]]] | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    on_calibrate: Callable[[str], None] | None = None,
 ) -> SweepResult:
     """Run ``plan`` (or one shard) into the store at ``directory``: every check first (the
     grid, the devices, the size, the output path), then each row appended as it completes.
     ``compute`` turns configurations into rows (default :func:`run_local`; the GPU pool is
     another); the store is written here, by this process alone."""
     from vitbench.sweeps.export import check_formats, export_store
-    from vitbench.sweeps.rows import check_measured
+    from vitbench.sweeps.rows import check_measured, prepare_predict
     from vitbench.sweeps.store import Store, stored_ids
 
     check_formats(export)
@@ -174,6 +175,7 @@ def execute(
     devices = check_measured(plan)
     size = tally(plan, shard)
     confirm_size(plan, size.selected, yes)
+    prepare_predict(plan, on_calibrate)
     with Store.open(
         directory, sweep=sweep_meta(plan, size.grid, shard, devices), resume=resume, force=force,
         allow_foreign=allow_foreign,

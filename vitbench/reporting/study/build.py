@@ -87,7 +87,7 @@ class Report:
 
 def _sections() -> list[tuple[str, Callable[[Report], bool], bool]]:
     """(title, section, default study only) in report order."""
-    from vitbench.reporting.study import agreement, attention, listing, measured, memory, patch, resolution, sources
+    from vitbench.reporting.study import agreement, attention, listing, measured, memory, patch, resolution, sources, timing
 
     return [
         ("Patch size: MACs and parameters", patch.section, False),
@@ -100,6 +100,7 @@ def _sections() -> list[tuple[str, Callable[[Report], bool], bool]]:
         ("Counter agreement: analytic vs fvcore vs dispatch", agreement.section, False),
         ("Measured: throughput, latency and peak memory vs batch size", measured.section, False),
         ("Predicted vs measured peak memory", memory.section, False),
+        ("Predicted vs measured step time", timing.section, False),
         ("Rows that did not complete", listing.failures, False),
         ("All configurations", listing.configurations, False),
     ]

@@ -43,11 +43,39 @@ class Op:
     bytes: int           # bytes read (tensor arguments) + written (tensor results)
     shape: tuple[int, ...]  # the GEMM-like shape (m, k, n) for matmuls/convs/attention; () otherwise
     dtype: str           # the dtype of the first tensor result
+    kernel: str = ""     # what the calibration prices it by: gemm, conv, conv_backward, conv_grouped,
+    #                      attention, attention_backward, or the operator's name (memory-bound ops)
 
 
-def component_of(name: str, in_optimizer: bool) -> str:
+def kernel_of(name: str, component: str, args: tuple) -> str:
+    """The calibration entry that prices an operator (see :class:`Op`)."""
+    if component == "conv" or (component == "optimizer" and name in CONV_OPS):
+        groups_at = {"convolution_backward": 9, "conv1d": 6, "conv2d": 6, "conv3d": 6}.get(name, 8)
+        groups = args[groups_at] if len(args) > groups_at and isinstance(args[groups_at], int) else 1
+        if groups > 1:
+            return "conv_grouped"
+        return "conv_backward" if name == "convolution_backward" else "conv"
+    if component == "attention":
+        if name in ("bmm", "baddbmm", *MATMUL_COMPOSITES):
+            return "bmm"
+        return "attention_backward" if "backward" in name else "attention"
+    if component == "linear":
+        return "gemm"
+    return name
+
+
+#: composites that inference mode dispatches whole and that multiply matrices
+MATMUL_COMPOSITES = ("matmul", "einsum", "tensordot")
+
+
+def component_of(name: str, in_optimizer: bool, args: tuple = ()) -> str:
     if in_optimizer:
         return "optimizer"
+    if name in MATMUL_COMPOSITES:
+        import torch
+
+        batched = sum(isinstance(a, torch.Tensor) and a.ndim >= 3 for a in _operands(name, args)) >= 2
+        return "attention" if batched else "linear"
     if any(name.startswith(prefix) for prefix in ATTENTION_OPS):
         return "attention"
     if name in LINEAR_OPS:
@@ -65,8 +93,17 @@ def _nbytes(value: Any) -> int:
     return 0
 
 
+def _operands(name: str, args: tuple) -> tuple:
+    """The tensor operands of a matmul composite (einsum: its list after the equation)."""
+    if name == "einsum":
+        return tuple(args[1]) if len(args) > 1 and isinstance(args[1], (list, tuple)) else ()
+    return tuple(args[:2])
+
+
 def gemm_shape(name: str, args: tuple, out: Any) -> tuple[int, ...]:
     """(m, k, n) of the equivalent matrix product (batch folded into m), for the rate lookup."""
+    from math import prod
+
     import torch
 
     def shape(i):
@@ -88,6 +125,13 @@ def gemm_shape(name: str, args: tuple, out: Any) -> tuple[int, ...]:
         if name in ("bmm", "baddbmm"):
             a, b = (shape(0), shape(1)) if name == "bmm" else (shape(1), shape(2))
             return (a[0] * a[1], a[2], b[2])
+        if name in MATMUL_COMPOSITES:
+            tensors = [tuple(t.shape) for t in _operands(name, args) if isinstance(t, torch.Tensor)]
+            if name == "matmul" and len(tensors) == 2 and len(tensors[0]) >= 2 and len(tensors[1]) >= 2:
+                a, b = tensors
+                return (prod(a[:-1]), a[-1], b[-1])
+            out_t = out if isinstance(out, torch.Tensor) else None
+            return (prod(out_t.shape[:-1]), tensors[0][-1] if tensors and tensors[0] else 1, out_t.shape[-1]) if out_t is not None and out_t.ndim else ()
         if name.startswith(("scaled_dot_product", "_scaled_dot_product", "_flash_attention", "_efficient_attention")):
             q, k = shape(0), shape(1)
             batch = 1
@@ -128,6 +172,12 @@ def _macs(func: Any, args: tuple, kwargs: dict, out: Any) -> int:
     if name == "scaled_dot_product_attention":
         q, k, v = args[:3]
         return sdpa_macs(q.shape, k.shape, v.shape)
+    if name in MATMUL_COMPOSITES:  # counted on their decomposition
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with FlopCounterMode(display=False) as counter:
+            func.decompose(*args, **(kwargs or {}))
+        return counter.get_total_flops() // 2
     formula = _registry().get(func._overloadpacket)
     if formula is None:
         return 0
@@ -148,6 +198,27 @@ def _registry() -> dict[Any, Any]:
     return _REGISTRY
 
 
+def describe(func: Any, args: tuple, kwargs: dict | None, out: Any, in_optimizer: bool = False) -> Op | None:
+    """The :class:`Op` of one dispatched operator call, or None for views and metadata."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    name = func._overloadpacket.__name__
+    if name in VIEW_OPS:
+        return None
+    flat_out = tree_flatten(out)[0]
+    first = next((v for v in flat_out if isinstance(v, torch.Tensor)), None)
+    if first is None:
+        return None
+    flat_in = tree_flatten((args, kwargs or {}))[0]
+    moved = sum(_nbytes(v) for v in flat_in) + sum(_nbytes(v) for v in flat_out)
+    component = component_of(name, in_optimizer, args)
+    macs = _macs(func, args, kwargs or {}, out) if component in ("attention", "linear", "conv") else 0
+    return Op(name=name, component=component, macs=macs, bytes=moved,
+              shape=gemm_shape(name, args, out) if macs else (),
+              dtype=str(first.dtype).replace("torch.", ""), kernel=kernel_of(name, component, args))
+
+
 class _Recorder:
     def __init__(self) -> None:
         self.ops: list[Op] = []
@@ -156,7 +227,6 @@ class _Recorder:
 
     def mode(self):
         from torch.utils._python_dispatch import TorchDispatchMode
-        from torch.utils._pytree import tree_flatten
 
         recorder = self
 
@@ -164,21 +234,9 @@ class _Recorder:
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 out = func(*args, **(kwargs or {}))
                 if recorder.recording:
-                    name = func._overloadpacket.__name__
-                    flat_out = tree_flatten(out)[0]
-                    import torch
-
-                    if name not in VIEW_OPS and any(isinstance(v, torch.Tensor) for v in flat_out):
-                        flat_in = tree_flatten((args, kwargs or {}))[0]
-                        moved = sum(_nbytes(v) for v in flat_in) + sum(_nbytes(v) for v in flat_out)
-                        first = next((v for v in flat_out if isinstance(v, torch.Tensor)), None)
-                        component = component_of(name, recorder.in_optimizer)
-                        macs = _macs(func, args, kwargs or {}, out) if component in ("attention", "linear", "conv") else 0
-                        recorder.ops.append(Op(
-                            name=name, component=component, macs=macs, bytes=moved,
-                            shape=gemm_shape(name, args, out) if macs else (),
-                            dtype=str(first.dtype).replace("torch.", "") if first is not None else "",
-                        ))
+                    op = describe(func, args, kwargs, out, recorder.in_optimizer)
+                    if op is not None:
+                        recorder.ops.append(op)
                 return out
 
         return Record()
@@ -186,53 +244,127 @@ class _Recorder:
 
 def trace_ops(build: Any, input_size: tuple[int, int, int], classes: int | None, batch: int, mode: str,
               precision: str = "fp32", optimizer: str = "adamw") -> list[Op]:
-    """The operators of the second (steady-state) step of ``build()``'s module at ``batch``."""
+    """The operators of one step of ``build()``'s module at ``batch``.
+
+    The forward (and, training, the loss and backward) is traced once: with gradients set to
+    None after every step, each step runs the same operators. The optimizer step is not traced:
+    its operators repeat per parameter, so they come from :func:`optimizer_ops`."""
+    return trace_batches(build, input_size, classes, (batch,), mode, precision, optimizer)[batch]
+
+
+def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | None, batches: tuple[int, ...],
+                  mode: str, precision: str = "fp32", optimizer: str = "adamw") -> dict[int, list[Op]]:
+    """:func:`trace_ops` at several batch sizes, building the module once."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     from vitbench.counters.memory_trace import _fake_module, _loss
-    from vitbench.measure.workload import AUTOCAST_DTYPES, make_optimizer
+    from vitbench.measure.workload import AUTOCAST_DTYPES
     from vitbench.models.inputs import main_output
     from vitbench.models.materialize import light_build
 
     module = light_build(build)
     fake_mode = FakeTensorMode()
     _fake_module(module, fake_mode)
-    recorder = _Recorder()
     dtype = getattr(torch, AUTOCAST_DTYPES[precision]) if precision in AUTOCAST_DTYPES else None
-    with fake_mode, recorder.mode():
-        images = torch.randn(batch, *input_size)
-        labels = torch.randint(0, classes, (batch,)) if classes else None
-        opt = make_optimizer(optimizer, module.parameters()) if mode == "train" else None
-        for step in range(2):
-            recorder.recording = step == 1
+    sizes = [(p.numel(), p.dtype) for p in module.parameters() if p.requires_grad]
+    out_ops: dict[int, list[Op]] = {}
+    for batch in batches:
+        recorder = _Recorder()
+        with fake_mode:
+            images = torch.randn(batch, *input_size)
+            labels = torch.randint(0, classes, (batch,)) if classes else None
+        with fake_mode, recorder.mode():
+            recorder.recording = True
             autocast = torch.autocast("cpu", dtype=dtype) if dtype else contextlib.nullcontext()
             if mode == "train":
                 module.train()
                 with autocast:
                     out = module(images)
                     if labels is None and main_output(out).ndim == 2:
+                        recorder.recording = False
                         labels = torch.randint(0, main_output(out).shape[-1], (batch,))
+                        recorder.recording = True
                     loss = _loss(out, labels)
                     del out
                 loss.backward()
                 del loss
-                recorder.in_optimizer = True
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-                recorder.in_optimizer = False
+                for parameter in module.parameters():
+                    parameter.grad = None  # as zero_grad(set_to_none=True): the next step starts alike
             else:
                 module.eval()
                 with torch.inference_mode(), autocast:
                     module(images)
-    return recorder.ops
+        ops = recorder.ops
+        if mode == "train":
+            ops.extend(optimizer_ops(sizes, optimizer))
+        out_ops[batch] = ops
+    return out_ops
+
+
+#: parameter sizes the optimizer template is traced at (two, so bytes = a + b x numel is exact)
+_TEMPLATE_SIZES = (1024, 4096)
+_TEMPLATES: dict[tuple[str, str], list[tuple[Op, Op]]] = {}
+
+
+def optimizer_template(optimizer: str, dtype: Any = None) -> list[tuple[Op, Op]]:
+    """The operators one parameter costs in a steady-state optimizer step (its second step),
+    traced at two parameter sizes: pairs (op at 1024 elements, op at 4096 elements)."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from vitbench.measure.workload import make_optimizer
+
+    dtype = dtype or torch.float32
+    key = (optimizer, str(dtype))
+    if key not in _TEMPLATES:
+        traced = []
+        for numel in _TEMPLATE_SIZES:
+            recorder = _Recorder()
+            with FakeTensorMode(), recorder.mode():
+                parameter = torch.nn.Parameter(torch.empty(numel, dtype=dtype))
+                opt = make_optimizer(optimizer, [parameter])
+                for step in range(2):
+                    parameter.grad = torch.empty_like(parameter)
+                    recorder.recording = step == 1
+                    recorder.in_optimizer = True
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+            traced.append(recorder.ops)
+        small, large = traced
+        if len(small) != len(large) or any(a.name != b.name for a, b in zip(small, large)):
+            raise RuntimeError(f"the {optimizer} step runs different operators at different parameter sizes")
+        _TEMPLATES[key] = list(zip(small, large))
+    return _TEMPLATES[key]
+
+
+def optimizer_ops(sizes: list[tuple[int, Any]], optimizer: str) -> list[Op]:
+    """The operators of one optimizer step over parameters of ``sizes`` ((numel, dtype) each):
+    per parameter, the template's operators with bytes = a + b x numel fitted exactly on the two
+    traced sizes (per-parameter state scales with the parameter; the step count does not)."""
+    low, high = _TEMPLATE_SIZES
+    ops = []
+    for numel, dtype in sizes:
+        for small, large in optimizer_template(optimizer, dtype):
+            per_element = (large.bytes - small.bytes) // (high - low)
+            fixed = small.bytes - per_element * low
+            ops.append(Op(small.name, "optimizer", 0, fixed + per_element * numel, (), small.dtype, small.kernel))
+    return ops
 
 
 def trace_target_ops(target: Any, batch: int, mode: str, precision: str = "fp32", optimizer: str = "adamw") -> list[Op]:
     """:func:`trace_ops` of a resolved Target (``vitbench.resolve_models``)."""
+    return trace_target_batches(target, (batch,), mode, precision, optimizer)[batch]
+
+
+def trace_target_batches(target: Any, batches: tuple[int, ...], mode: str, precision: str = "fp32",
+                         optimizer: str = "adamw") -> dict[int, list[Op]]:
+    """:func:`trace_batches` of a resolved Target."""
     classes = target.spec.num_classes if target.spec is not None else None
+    build = target.build
     if target.module is not None:
         import copy
 
-        return trace_ops(lambda: copy.deepcopy(target.module), target.input_size, classes, batch, mode, precision, optimizer)
-    return trace_ops(target.build, target.input_size, classes, batch, mode, precision, optimizer)
+        def build():
+            return copy.deepcopy(target.module)
+    return trace_batches(build, target.input_size, classes, tuple(batches), mode, precision, optimizer)

@@ -1,0 +1,76 @@
+"""`vitbench predict`: predicted step time, throughput and training cost, before running."""
+
+from __future__ import annotations
+
+import sys
+
+from vitbench.cli.common import (
+    add_format_argument, add_model_arguments, add_run_arguments, emit, overrides_from, positive_float, positive_int,
+    run_settings_from,
+)
+
+
+def register(subparsers) -> None:
+    from vitbench.timemodel.run import PREDICT_DEVICES
+
+    parser = subparsers.add_parser(
+        "predict",
+        help="predict step time, throughput and training cost without running the model",
+        description="Predict what `profile` would measure, in a fraction of a second per "
+        "configuration: pred_latency_s (one step at the batch, as profile's latency_p50_s), "
+        "pred_throughput_img_s, and a breakdown (pred_attention_s, pred_linear_s, pred_conv_s, "
+        "pred_elementwise_s, pred_optimizer_s, pred_overhead_s) that sums to it. Every operator "
+        "of the step is traced on fake tensors and priced from this machine's calibration "
+        "(`vitbench calibrate`; made on first use, about 30 s, kept in the cache directory), or, "
+        "for a GPU one does not have, from its datasheet (--device h100, h200, a100, l4, "
+        "rtx4090...: pred_basis=datasheet, a roofline lower bound). With --epochs and "
+        "--dataset-size: pred_epoch_s, pred_train_hours and, with --price-per-hour, pred_cost; "
+        "from a measured step instead when --measured has the same configuration.",
+    )
+    add_model_arguments(parser)
+    parser.add_argument("--device", default="cpu", metavar="DEVICE",
+                        help=f"what to predict for (default cpu): {', '.join(PREDICT_DEVICES)}")
+    add_run_arguments(parser, fields=("mode", "batch_size", "precision", "threads", "optimizer"), title="the step")
+    group = parser.add_argument_group("calibration")
+    group.add_argument("--calibration", metavar="FILE", help="use this calibration file (one that is damaged or from another torch version is refused, with the reason, and the machine calibrated instead)")
+    group.add_argument("--recalibrate", action="store_true", help="calibrate again even if the cache has a calibration")
+    cost = parser.add_argument_group("training cost")
+    cost.add_argument("--epochs", type=positive_float, metavar="N", help="epochs of training")
+    cost.add_argument("--dataset-size", type=positive_int, metavar="N", help="images per epoch")
+    cost.add_argument("--price-per-hour", type=positive_float, metavar="PRICE", help="price of an hour of the device (any currency)")
+    cost.add_argument("--measured", metavar="FILE", help="profile results (CSV, JSON or a sweep store): a configuration measured there is costed from its measured step, and gets pred_ratio = predicted / measured")
+    add_format_argument(parser)
+    parser.set_defaults(handler=run)
+
+
+def _notice(message: str) -> None:
+    print(f"vitbench: {message}", file=sys.stderr, flush=True)
+
+
+def run(args) -> int:
+    from vitbench.timemodel.run import TABLE_COLUMNS, predict
+
+    settings = run_settings_from(args)
+    if "auto" in (settings.get("batch_size") or []):
+        from vitbench.errors import SpecError
+
+        raise SpecError("batch_size", "auto", "predict needs explicit batch sizes (plan gives the largest that fits)")
+    records = predict(
+        args.models, device=args.device, mode=settings.get("mode", "infer"), batch_size=settings.get("batch_size", 1),
+        precision=settings.get("precision", "fp32"), optimizer=settings.get("optimizer", "adamw"),
+        threads=settings.get("threads"), calibration=args.calibration, recalibrate=args.recalibrate,
+        epochs=args.epochs, dataset_size=args.dataset_size, price_per_hour=args.price_per_hour,
+        measured=args.measured, overrides=overrides_from(args), on_calibrate=_notice,
+    )
+    for warning in dict.fromkeys(w for r in records for w in (r.get("warnings") or ())):
+        _notice(f"warning: {warning}")
+    for row in records:
+        if row.get("status") == "error":
+            _notice(f"error: {row['model']} (batch {row['batch_size']}, {row['mode']}): {row['error']}")
+    columns = None
+    if args.format in ("table", "markdown"):
+        columns = list(TABLE_COLUMNS)
+        extra = ("pred_epoch_s", "pred_train_hours", "pred_cost", "cost_basis", "measured_latency_s", "pred_ratio", "overrides", "status")
+        columns += [c for c in extra if any(r.get(c) is not None for r in records) and (c != "status" or any(r.get(c) != "ok" for r in records))]
+    emit(args, records, columns)
+    return 3 if records and all(r.get("status") == "error" for r in records) else 0
