@@ -245,6 +245,16 @@ def test_predict_a_live_module_and_an_untraceable_one():
     assert torch.is_tensor(next(model.parameters()))  # the user's module is left alone
 
 
+@pytest.mark.parametrize("reference", ["py:torchvision.models:resnet18+img_size=224", "torchvision:resnet18", "timm:resnet18"])
+def test_every_reference_kind_is_predicted(reference):
+    """A py: factory, torchvision: and timm: give the same network (ResNet-18 at 224 px): the
+    same MACs per step, hence the same prediction within the head's few operators."""
+    [row] = vitbench.predict(reference, batch_size=2, calibration=synthetic())
+    assert row["status"] == "ok" and row["pred_latency_s"] > 0
+    [ours] = vitbench.predict("resnet18", batch_size=2, calibration=synthetic())
+    assert row["pred_macs"] == pytest.approx(ours["pred_macs"], rel=0.001)
+
+
 def test_datasheet_device_is_a_roofline():
     cal = datasheet_calibration("h100")
     assert cal.basis == "datasheet" and cal.label == "datasheet:H100 SXM"

@@ -99,6 +99,9 @@ def _measured_store(path):
                     # exactly 3 MiB + 1 MiB per image
                     peak_memory_bytes=3 * 2**20 + batch * 2**20,
                     pred_peak_memory_bytes=2 * 2**20 + batch * 2**20,
+                    # the time model: predicted = measured x (1 + 0.02 b) in inference, x 0.9 in training
+                    pred_latency_s=batch / (100.0 * batch ** 0.5) * (1 + 0.02 * batch if mode == "infer" else 0.9),
+                    pred_basis="calibration:cpu:test cpu:2 threads:torch 2.x",
                     env_torch="2.x", env_threads=2, env_device_name="test cpu",
                 )
                 store.add(row)
@@ -119,6 +122,11 @@ def test_measured_sections_from_a_store(tmp_path, capsys):
     assert f"median {(ratios[1] + ratios[2]) / 2:.3f}" in text
     assert "torch 2.x" in text and "test cpu" in text
     assert (tmp_path / "rep" / "results.json").exists()
+    # time model: |predicted / measured - 1| = 0.02 b for b = 1, 2, 4, 8 in inference (median of
+    # 2%, 4%, 8%, 16% = 6%; 90th percentile by nearest rank: 16%), 10% for every training row
+    assert "time_predicted_vs_measured.png" in names
+    assert "infer: |predicted / measured - 1| median 6.0%, 90th percentile 16.0% over 4 configurations" in text
+    assert "train: |predicted / measured - 1| median 10.0%, 90th percentile 10.0% over 4 configurations" in text
 
 
 def test_report_refuses_to_overwrite_other_results(tmp_path, capsys):

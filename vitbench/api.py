@@ -54,7 +54,7 @@ def analyze(
 
     records = Records()
     for target in resolve_models(models, overrides, input_size=input_size):
-        record = _analytic_record(target, batch_size)
+        record = identity_record(target, batch_size)
         traced = [c for c in counters if c != "analytic"]
         if target.source not in ("preset", "spec") and "dispatch" not in traced:
             traced.append("dispatch")  # the counted answer for any model
@@ -68,7 +68,7 @@ def analyze(
     return records
 
 
-def _analytic_record(target: Target, batch_size: int) -> dict[str, Any]:
+def identity_record(target: Target, batch_size: int) -> dict[str, Any]:
     """The analytic figures, or the identity columns with empty analytic ones."""
     from vitbench.analytic import complexity
 

@@ -72,7 +72,7 @@ def _dispatch_mode(tracker: _Tracker):
     return Trace()
 
 
-def _fake_module(module: Any, fake_mode: Any) -> Any:
+def fake_module(module: Any, fake_mode: Any) -> Any:
     """Parameters and buffers of ``module`` replaced by fake CPU tensors (tied ones stay tied)."""
     import torch
     from torch import nn
@@ -93,17 +93,6 @@ def _fake_module(module: Any, fake_mode: Any) -> Any:
     return module
 
 
-def _loss(output: Any, labels: Any) -> Any:
-    import torch.nn.functional as F
-
-    from vitbench.models.inputs import main_output
-
-    output = main_output(output)
-    if output.ndim == 2 and labels is not None:
-        return F.cross_entropy(output, labels)
-    return output.float().pow(2).mean()  # an encoder without a head: a stand-in loss
-
-
 def _trace(module: Any, input_size: tuple[int, int, int], classes: int | None, batch: int,
            mode: str, precision: str, optimizer: str) -> tuple[list[int], int]:
     """Live bytes at each allocation of the second (steady-state) step, and at forward's end."""
@@ -112,11 +101,11 @@ def _trace(module: Any, input_size: tuple[int, int, int], classes: int | None, b
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from vitbench.measure.workload import make_optimizer
+    from vitbench.measure.workload import make_optimizer, step_loss
     from vitbench.models.inputs import main_output
 
     fake_mode = FakeTensorMode()
-    _fake_module(module, fake_mode)
+    fake_module(module, fake_mode)
     tracker = _Tracker()
     for tensor in [*module.parameters(), *module.buffers()]:
         tracker.track(tensor)
@@ -136,7 +125,7 @@ def _trace(module: Any, input_size: tuple[int, int, int], classes: int | None, b
                     out = module(images)
                     if labels is None and main_output(out).ndim == 2:  # classes known only now
                         labels = torch.randint(0, main_output(out).shape[-1], (batch,))
-                    loss = _loss(out, labels)
+                    loss = step_loss(out, labels)
                     del out
                 forward_end = tracker.live
                 loss.backward()

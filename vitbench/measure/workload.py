@@ -71,7 +71,7 @@ def make_optimizer(name: str, parameters):
     return torch.optim.SGD(parameters, lr=1e-2)
 
 
-def _loss(output, targets):
+def step_loss(output, targets):
     """Cross-entropy for class scores (batch, classes); for any other output (an encoder's
     hidden states) the mean square, so that backward reaches every parameter."""
     import torch.nn.functional as F
@@ -131,7 +131,7 @@ def build_workload(target, settings: RunSettings, batch_size: int, device: str) 
         def run(steps: int) -> None:
             for _ in range(steps):
                 with autocast():
-                    loss = _loss(forward(inputs), targets)
+                    loss = step_loss(forward(inputs), targets)
                 if scaler is not None:
                     scaler.scale(loss).backward()
                     scaler.step(optimizer)

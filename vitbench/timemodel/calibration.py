@@ -5,7 +5,7 @@ allocator (as ``profile`` measures), CPU time per thread (as ``profile --clock c
 
     gemm          MAC/s of ``torch.mm`` on the grid GEMM_M x GEMM_KN x GEMM_KN, per dtype;
                   between grid points, multilinear interpolation of log(rate) in log(m, k, n)
-    efficiency    per compute kernel (conv, conv_backward, conv_grouped, attention,
+    efficiency    per compute kernel (conv, conv_backward, conv_grouped, conv_grouped_backward, attention,
                   attention_backward, bmm, gemm): median over the probes' calls of
                   achieved MAC/s / gemm rate at the call's (m, k, n)
     ops           per memory-bound operator name: ``t = overhead + bytes / bandwidth``, fitted
@@ -49,7 +49,8 @@ from vitbench.errors import VitbenchError
 SCHEMA_VERSION = 2
 GEMM_M = (1, 8, 64, 512, 4096)
 GEMM_KN = (16, 64, 256, 1024, 4096)
-COMPUTE_KERNELS = ("gemm", "bmm", "conv", "conv_backward", "conv_grouped", "attention", "attention_backward")
+COMPUTE_KERNELS = ("gemm", "bmm", "conv", "conv_backward", "conv_grouped", "conv_grouped_backward", "attention",
+                   "attention_backward")
 PRECISION_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 BASES = ("calibration", "datasheet")
 

@@ -43,7 +43,7 @@ class Op:
     bytes: int           # bytes read (tensor arguments) + written (tensor results)
     shape: tuple[int, ...]  # the GEMM-like shape (m, k, n) for matmuls/convs/attention; () otherwise
     dtype: str           # the dtype of the first tensor result
-    kernel: str = ""     # what the calibration prices it by: gemm, conv, conv_backward, conv_grouped,
+    kernel: str = ""     # what the calibration prices it by: gemm, conv, conv_backward, conv_grouped(_backward),
     #                      attention, attention_backward, or the operator's name (memory-bound ops)
 
 
@@ -52,9 +52,8 @@ def kernel_of(name: str, component: str, args: tuple) -> str:
     if component == "conv" or (component == "optimizer" and name in CONV_OPS):
         groups_at = {"convolution_backward": 9, "conv1d": 6, "conv2d": 6, "conv3d": 6}.get(name, 8)
         groups = args[groups_at] if len(args) > groups_at and isinstance(args[groups_at], int) else 1
-        if groups > 1:
-            return "conv_grouped"
-        return "conv_backward" if name == "convolution_backward" else "conv"
+        backward = "_backward" if name == "convolution_backward" else ""
+        return ("conv_grouped" if groups > 1 else "conv") + backward
     if component == "attention":
         if name in ("bmm", "baddbmm", *MATMUL_COMPOSITES):
             return "bmm"
@@ -149,7 +148,9 @@ def gemm_shape(name: str, args: tuple, out: Any) -> tuple[int, ...]:
             k = 1
             for d in w[1:]:  # in_channels / groups x kernel elements
                 k *= d
-            return (x[0] * spatial, k, w[0])
+            # a grouped convolution is `groups` products of (m, k) x (k, out / groups): folded into m
+            groups = x[1] // w[1] if w[1] else 1
+            return (x[0] * spatial * groups, k, w[0] // groups)
     except (ValueError, IndexError, TypeError):
         return ()
     return ()
@@ -258,14 +259,14 @@ def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | N
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from vitbench.counters.memory_trace import _fake_module, _loss
-    from vitbench.measure.workload import AUTOCAST_DTYPES
+    from vitbench.counters.memory_trace import fake_module
+    from vitbench.measure.workload import AUTOCAST_DTYPES, step_loss
     from vitbench.models.inputs import main_output
     from vitbench.models.materialize import light_build
 
     module = light_build(build)
     fake_mode = FakeTensorMode()
-    _fake_module(module, fake_mode)
+    fake_module(module, fake_mode)
     dtype = getattr(torch, AUTOCAST_DTYPES[precision]) if precision in AUTOCAST_DTYPES else None
     sizes = [(p.numel(), p.dtype) for p in module.parameters() if p.requires_grad]
     out_ops: dict[int, list[Op]] = {}
@@ -285,7 +286,7 @@ def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | N
                         recorder.recording = False
                         labels = torch.randint(0, main_output(out).shape[-1], (batch,))
                         recorder.recording = True
-                    loss = _loss(out, labels)
+                    loss = step_loss(out, labels)
                     del out
                 loss.backward()
                 del loss

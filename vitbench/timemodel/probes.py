@@ -251,12 +251,16 @@ def time_probes(clock: Callable[[], float] = time.process_time, threads: int = 1
 ATTENTION_GRID = tuple((batch_heads, tokens, head_dim) for tokens in (16, 64, 256, 1024) for head_dim in (16, 64, 128)
                        for batch_heads in ((8, 96) if tokens <= 256 else (8,)))
 #: (batch, in channels, size, out channels, kernel, stride, groups) of the convolution list:
-#: stems, patch embeddings, 3x3 and 1x1 layers from 16 to 512 channels, depthwise 3x3 and 7x7
+#: stems, patch embeddings, 3x3 and 1x1 layers from 16 to 1024 channels, depthwise 3x3, 5x5 and 7x7
 CONV_LIST = (
     (2, 3, 224, 64, 7, 2, 1), (2, 3, 224, 192, 16, 16, 1), (4, 3, 32, 64, 3, 1, 1), (2, 3, 224, 96, 4, 4, 1),
     (2, 16, 56, 16, 3, 1, 1), (2, 64, 56, 64, 3, 1, 1), (2, 64, 56, 256, 1, 1, 1), (2, 256, 56, 64, 1, 1, 1),
     (2, 128, 28, 128, 3, 1, 1), (2, 256, 14, 256, 3, 1, 1), (2, 1024, 14, 256, 1, 1, 1), (2, 512, 7, 512, 3, 1, 1),
     (2, 128, 56, 128, 3, 2, 1), (2, 96, 56, 96, 7, 1, 96), (2, 384, 14, 384, 7, 1, 384), (4, 64, 56, 64, 3, 1, 64),
+    # CIFAR networks: 3x3 layers at 32, 16 and 8 px
+    (8, 64, 32, 64, 3, 1, 1), (8, 128, 16, 128, 3, 1, 1), (8, 256, 8, 256, 3, 1, 1),
+    # mobile networks: narrow 1x1 convolutions at high resolution, depthwise 3x3 and 5x5, with stride
+    (4, 16, 112, 16, 1, 1, 1), (4, 72, 28, 24, 1, 1, 1), (4, 16, 112, 16, 3, 2, 16), (4, 96, 28, 96, 5, 2, 96),
 )
 
 
@@ -279,6 +283,7 @@ def time_kernels(clock: Callable[[], float] = time.process_time, threads: int = 
         x = torch.randn(batch, channels, size, size, requires_grad=channels > 3)
         w = torch.randn(out_channels, channels // groups, kernel, kernel, requires_grad=True)
         with timer.mode():
-            out = F.conv2d(x, w, stride=stride, padding=kernel // 2 if stride == 1 else 0, groups=groups)
+            padding = 0 if kernel == stride else kernel // 2  # a patch embedding has none
+            out = F.conv2d(x, w, stride=stride, padding=padding, groups=groups)
             out.backward(torch.ones_like(out))
     return timer.samples

@@ -191,7 +191,7 @@ def predict(
     import torch
 
     from vitbench import __version__
-    from vitbench.api import _analytic_record, resolve_models
+    from vitbench.api import identity_record, resolve_models
     from vitbench.models.target import is_module
     from vitbench.timemodel.model import predict_ops
 
@@ -223,7 +223,7 @@ def predict(
     environment = {"env_torch": torch.__version__, "vitbench_version": __version__}
     records = Records()
     for target, run_mode, batch, prec in itertools.product(targets, modes, batches, precisions):
-        row: dict[str, Any] = _analytic_record(target, batch)
+        row: dict[str, Any] = identity_record(target, batch)
         row.update(device=device, mode=run_mode, precision=prec, optimizer=optimizer if run_mode == "train" else None,
                    threads=cal.threads if cal.basis == "calibration" else None)
         if target.overrides:
