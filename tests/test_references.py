@@ -4,6 +4,7 @@ counting any model (analyze never fails for want of a formula)."""
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 
@@ -11,7 +12,7 @@ import pytest
 
 import vitbench
 from vitbench.cli import main
-from vitbench.errors import SpecError, UnknownModelError
+from vitbench.errors import SpecError, UnknownModelError, VitbenchError
 from vitbench.models.references import parse_reference, parse_value, resolve, resolve_all
 
 
@@ -356,3 +357,68 @@ def test_an_explicit_input_size_builds_the_model_for_it():
     assert counted["dispatch_macs"] == 576 * 768 * d + 4 * n * d * d + 2 * n * n * d + 2 * n * d * m + d * 1000
     with pytest.raises(SpecError, match="cannot be built for this input size"):
         resolve("torchvision:resnet18", input_size=(1, 224, 224))
+
+
+_MY_MODELS = '''
+from torch import nn
+
+
+def tiny(width=16):
+    return nn.Sequential(nn.Conv2d(3, width, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, 10))
+'''
+
+
+@pytest.mark.parametrize("reference", ["py:mymodels:tiny", "py:./mymodels.py:tiny", "py:sub/other.py:tiny", "py:mymodels:tiny+width=32"])
+def test_py_reference_from_the_current_directory_or_a_file(tmp_path, reference):
+    """``vitbench`` as a console script does not put the current directory on sys.path: a
+    ``py:`` module is found there all the same, and a ``.py`` file is taken by its path."""
+    import os
+    import shutil
+    import subprocess
+
+    (tmp_path / "mymodels.py").write_text(_MY_MODELS)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "other.py").write_text(_MY_MODELS)
+    script = shutil.which("vitbench")
+    assert script, "the vitbench console script is installed with the package"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([script, "analyze", reference, "--img-size", "32", "--format", "csv"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    width = 32 if "width=32" in reference else 16
+    # conv 3 -> width (3x3, bias) + linear width -> 10 (bias)
+    assert f",{3 * 9 * width + width + width * 10 + 10}," in done.stdout
+
+
+@pytest.mark.parametrize("reference, message", [
+    ("py:./missing.py:tiny", "no such file: './missing.py'"),
+    ("py:mymodels:nothing", "nothing"),
+    ("py:nosuchmodule_xyz:tiny", "cannot import 'nosuchmodule_xyz' (also looked in"),
+])
+def test_py_reference_errors_are_one_line(tmp_path, monkeypatch, reference, message):
+    (tmp_path / "mymodels.py").write_text(_MY_MODELS)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(VitbenchError, match=re.escape(message)):
+        resolve(reference)
+
+
+@pytest.mark.parametrize("reference, model_type", [
+    ("hf:ViTModel", "vit"), ("hf:Dinov2Model", "dinov2"), ("hf:CLIPVisionModel", "clip_vision_model"),
+    ("hf:SwinModel", "swin"), ("hf:ViT", "vit"), ("hf:clip_vision", "clip_vision_model"),
+])
+def test_hf_takes_class_names_and_model_types(reference, model_type):
+    """What users type (the class name) resolves to the model type transformers registers."""
+    pytest.importorskip("transformers")
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    from vitbench.models.sources.hf_models import model_type as resolve_type
+
+    assert resolve_type(reference[3:], MODEL_MAPPING_NAMES) == model_type
+    target = resolve(reference)
+    assert target.source == "hf" and target.input_size[0] == 3
+
+
+def test_hf_multimodal_type_points_to_its_image_encoder():
+    pytest.importorskip("transformers")
+    with pytest.raises(SpecError, match="did you mean hf:clip_vision"):
+        resolve("hf:clip")

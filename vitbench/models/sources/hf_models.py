@@ -1,6 +1,7 @@
 """``hf:ARCH``: a Hugging Face transformers vision encoder built from its config class with
 random weights (``hf:vit``, ``hf:dinov2``, ``hf:clip_vision``, ``hf:siglip_vision``, ``hf:swin``,
-any model type with an ``image_size``). Keyword arguments are config fields
+any model type with an ``image_size``; its base class name too: ``hf:ViTModel``,
+``hf:CLIPVisionModel``). Keyword arguments are config fields
 (``hf:vit+hidden_size=384+num_attention_heads=6``) or vitbench field names that map to one
 (``img_size`` -> ``image_size``, ``depth`` -> ``num_hidden_layers``, see ``CONFIG_FIELDS``),
 as are the override flags. A Hub id (``hf:google/vit-base-patch16-224``)
@@ -37,6 +38,21 @@ CONFIG_FIELDS = {
 }
 
 
+def model_type(name: str, mapping: dict[str, Any]) -> str | None:
+    """The transformers model type ``name`` means: a model type (any case), an alias
+    (``clip_vision``), or a base model class name as users type it (``ViTModel``,
+    ``CLIPVisionModel``, ``Dinov2Model``); None when it is none of these."""
+    for candidate in (name, name.lower()):
+        candidate = ALIASES.get(candidate, candidate)
+        if candidate in mapping:
+            return candidate
+    for arch, classes in mapping.items():
+        names = classes if isinstance(classes, (list, tuple)) else (classes,)
+        if any(str(c).lower() == name.lower() for c in names):
+            return arch
+    return None
+
+
 def _as_tuple(module, inputs, output):
     return output.to_tuple() if hasattr(output, "to_tuple") else output
 
@@ -48,13 +64,15 @@ def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[s
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
     from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
 
-    arch = ALIASES.get(name, name)
-    if arch not in MODEL_MAPPING_NAMES:
+    arch = model_type(name, MODEL_MAPPING_NAMES)
+    if arch is None:
         raise unknown(reference, "transformers model type", [*MODEL_MAPPING_NAMES, *ALIASES], "hf:")
     config_class = CONFIG_MAPPING[arch]
     defaults = config_class()
     if not hasattr(defaults, "image_size"):
-        raise SpecError("model", reference, f"is not a vision encoder ({config_class.__name__} has no image_size)")
+        vision = next((alias for alias, target in ALIASES.items() if target == f"{arch}_vision_model"), None)
+        hint = f"; did you mean hf:{vision} (its image encoder)?" if vision else ""
+        raise SpecError("model", reference, f"is not a vision encoder ({config_class.__name__} has no image_size){hint}")
     known = defaults.to_dict()
 
     def config_field(field: str) -> str | None:

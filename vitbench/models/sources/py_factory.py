@@ -1,4 +1,5 @@
-"""``py:package.module:factory``: a user's own factory returning an ``nn.Module``.
+"""``py:package.module:factory``: a user's own factory returning an ``nn.Module``; the module is
+imported from the path or the current directory, or given as a file: ``py:./models.py:tiny``.
 
 Keyword arguments in the reference are passed to the factory (``pretrained``/``weights`` are
 refused: nothing is downloaded); override flags are passed when the factory names them as
@@ -10,6 +11,7 @@ parameters (``--img-size`` also sets the input size). Input size:
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 from typing import Any
 
@@ -17,19 +19,59 @@ from vitbench.errors import SpecError
 from vitbench.models.sources.common import accepted, finish, key_of, probe, typed
 from vitbench.models.target import input_size_of, no_network, unknown
 
-_PATH = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*")
+_MODULE = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
+_ATTRIBUTE = re.compile(r"[A-Za-z_][\w]*")
+
+
+def import_namespace(reference: str, module_path: str) -> Any:
+    """The module a ``py:`` reference names: a dotted module importable from ``sys.path`` or,
+    failing that, from the current directory (``vitbench`` run as a console script does not
+    put it on the path); or a ``.py`` file by its path (relative to the current directory)."""
+    import os
+    import sys
+
+    if module_path.endswith(".py"):
+        path = os.path.abspath(module_path)
+        if not os.path.isfile(path):
+            raise SpecError("model", reference, f"no such file: {module_path!r}")
+        name = "vitbench_py_" + re.sub(r"\W", "_", path)
+        if name in sys.modules:
+            return sys.modules[name]
+        spec = importlib.util.spec_from_file_location(name, path)
+        namespace = importlib.util.module_from_spec(spec)
+        sys.modules[name] = namespace
+        try:
+            spec.loader.exec_module(namespace)
+        except Exception as exc:  # noqa: BLE001 - the user's file failed: say so in one line
+            del sys.modules[name]
+            raise SpecError("model", reference, f"cannot import {module_path!r}: {type(exc).__name__}: {exc}") from None
+        return namespace
+    if not _MODULE.fullmatch(module_path):
+        raise SpecError("model", reference, "must be py:package.module:factory or py:path/to/file.py:factory")
+    try:
+        return importlib.import_module(module_path)
+    except ModuleNotFoundError as exc:
+        here = os.getcwd()
+        if exc.name != module_path.split(".")[0] or here in sys.path:
+            raise SpecError("model", reference, f"cannot import {module_path!r}: {exc}") from None
+        sys.path.insert(0, here)
+        try:
+            return importlib.import_module(module_path)
+        except ImportError as again:
+            raise SpecError("model", reference, f"cannot import {module_path!r} (also looked in {here}): {again}") from None
+        finally:
+            sys.path.remove(here)
+    except ImportError as exc:
+        raise SpecError("model", reference, f"cannot import {module_path!r}: {exc}") from None
 
 
 def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]):
     from vitbench.models.inputs import library_of, module_input_size
 
-    if not _PATH.fullmatch(name):
-        raise SpecError("model", reference, "must be py:package.module:factory")
-    module_path, _, attribute = name.partition(":")
-    try:
-        namespace = importlib.import_module(module_path)
-    except ImportError as exc:
-        raise SpecError("model", reference, f"cannot import {module_path!r}: {exc}") from None
+    module_path, _, attribute = name.rpartition(":")
+    if not module_path or not _ATTRIBUTE.fullmatch(attribute):
+        raise SpecError("model", reference, "must be py:package.module:factory or py:path/to/file.py:factory")
+    namespace = import_namespace(reference, module_path)
     factory = getattr(namespace, attribute, None)
     if not callable(factory):
         public = [n for n in dir(namespace) if not n.startswith("_") and callable(getattr(namespace, n))]
