@@ -262,10 +262,12 @@ def test_live_module_on_meta_is_counted_without_fvcore():
 
 
 # --- analyze and validate for any model ------------------------------------------------------
-def test_analyze_without_a_formula_has_empty_analytic_columns_and_a_reason():
+def test_analyze_without_a_formula_fills_params_and_macs_from_the_counters_with_a_reason():
     records = vitbench.analyze(["torchvision:mobilenet_v3_small", "torchvision:resnet18"])
     mobile, resnet = records
-    assert mobile["params"] is None and mobile["macs"] is None
+    assert mobile["params"] == mobile["module_params"] and mobile["params_source"] == "module"
+    assert mobile["macs"] == mobile["dispatch_macs"] and mobile["macs_source"] == "dispatch"
+    assert resnet["params_source"] == resnet["macs_source"] == "analytic"
     assert "no analytic formula" in mobile["analytic_note"]
     # torchvision's metadata for these weights: 2,542,856 params, 0.057 GMACs
     assert mobile["module_params"] == 2_542_856 and round(mobile["dispatch_macs"] / 1e9, 3) == 0.057
@@ -422,3 +424,53 @@ def test_hf_multimodal_type_points_to_its_image_encoder():
     pytest.importorskip("transformers")
     with pytest.raises(SpecError, match="did you mean hf:clip_vision"):
         resolve("hf:clip")
+
+
+def test_a_model_without_a_formula_has_one_number_per_quantity_and_the_gate_sees_it(tmp_path, monkeypatch, capsys):
+    """params and macs are filled from the module and the dispatch counter (with their
+    sources), so the default gate catches a change in a model vitbench has no formula for."""
+    import csv
+    import subprocess
+
+    monkeypatch.chdir(tmp_path)
+    for width, out in ((16, "c1.csv"), (48, "c2.csv")):  # the user edits their model between two runs
+        (tmp_path / "gatemodels.py").write_text(_MY_MODELS.replace("width=16", f"width={width}"))
+        done = subprocess.run([sys.executable, "-m", "vitbench", "analyze", "py:gatemodels:tiny", "--img-size", "32",
+                               "--format", "csv", "-o", out], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+
+    [before] = list(csv.DictReader(open("c1.csv")))
+    [after] = list(csv.DictReader(open("c2.csv")))
+    assert before["params"] == str(3 * 9 * 16 + 16 + 16 * 10 + 10) and before["params_source"] == "module"
+    assert before["macs_source"] == "dispatch" and int(before["macs"]) == int(before["dispatch_macs"]) > 0
+    assert int(before["flops"]) == 2 * int(before["macs"])
+    capsys.readouterr()
+    assert main(["compare", "c1.csv", "c2.csv"]) == 1
+    out = capsys.readouterr().out
+    assert "macs" in out and "params" in out
+
+
+def test_one_failing_model_is_an_error_row_and_the_others_are_printed(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "brokenmodels.py").write_text(_MY_MODELS + '''
+
+class _Broken(nn.Module):
+    def forward(self, x):
+        raise AssertionError("Input height (384) doesn't match model (224).")
+
+
+def broken():
+    return _Broken()
+''')
+    code = main(["analyze", "py:brokenmodels:broken", "py:brokenmodels:tiny", "resnet18", "--img-size", "64", "--format", "csv"])
+    out, err = capsys.readouterr()
+    assert code == 3  # some failed
+    import csv
+    import io
+
+    rows = {r["model"]: r for r in csv.DictReader(io.StringIO(out))}
+    assert rows["py:brokenmodels:broken"]["status"] == "error"
+    assert "doesn't match model" in rows["py:brokenmodels:broken"]["error"]
+    assert int(rows["py:brokenmodels:tiny"]["params"]) == 3 * 9 * 16 + 16 + 16 * 10 + 10
+    assert rows["resnet18"]["params_source"] == "analytic"
+    assert err.strip().splitlines() == ["vitbench: error: py:brokenmodels:broken: AssertionError: Input height (384) doesn't match model (224)."]

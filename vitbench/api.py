@@ -58,14 +58,42 @@ def analyze(
         traced = [c for c in counters if c != "analytic"]
         if target.source not in ("preset", "spec") and "dispatch" not in traced:
             traced.append("dispatch")  # the counted answer for any model
-        if traced:
-            record.update(count_record(target, batch_size, traced, record))
+        try:
+            if traced:
+                record.update(count_record(target, batch_size, traced, record))
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - one model's failure is its row, not the command's
+            record.update(status="error", error=f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500])
+        fill_counted(record)
         if target.analytic_note:
             record["analytic_note"] = target.analytic_note
         if target.overrides:
             record["overrides"] = target.overrides_text
         records.append(record)
     return records
+
+
+def fill_counted(record: dict[str, Any]) -> dict[str, Any]:
+    """One number per quantity: ``params`` and ``macs`` (per batch) with ``params_source`` and
+    ``macs_source``; the analytic figure where a formula exists, else the module's parameter
+    count and the dispatch counter's MACs (fvcore's when dispatch did not run); ``flops`` = 2 x
+    ``macs``. Without a formula, ``agree`` says whether fvcore and dispatch counted the same."""
+    if record.get("params") is not None:
+        record["params_source"] = "analytic"
+    elif record.get("module_params") is not None:
+        record["params"], record["params_source"] = record["module_params"], "module"
+    if record.get("macs") is not None:
+        record["macs_source"] = "analytic"
+        return record
+    for counter in ("dispatch", "fvcore"):
+        if record.get(f"{counter}_macs") is not None:
+            record["macs"], record["macs_source"] = record[f"{counter}_macs"], counter
+            record["flops"] = 2 * record["macs"]
+            break
+    if record.get("fvcore_macs") is not None and record.get("dispatch_macs") is not None:
+        record["agree"] = record["fvcore_macs"] == record["dispatch_macs"]
+    return record
 
 
 def identity_record(target: Target, batch_size: int) -> dict[str, Any]:

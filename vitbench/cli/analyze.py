@@ -50,9 +50,16 @@ def run(args) -> int:
         columns = list(TABLE_COLUMNS)
         if args.components:
             columns += list(dict.fromkeys(k for r in records for k in r if k.startswith("macs_")))
-        counted = ["module_params", *COUNTER_COLUMNS, "fvcore_flops", "fvcore_activations", "analytic_note", "overrides"]
-        columns += [c for c in counted if any(r.get(c) is not None for r in records)]
+        counted = ["macs_source", "module_params", *COUNTER_COLUMNS, "fvcore_flops", "fvcore_activations", "analytic_note",
+                   "overrides", "error"]
+        columns += [c for c in counted if any(r.get(c) is not None for r in records)
+                    and (c != "macs_source" or any(r.get(c) != "analytic" for r in records))]
     emit(args, records, columns)
+    failed = [r for r in records if r.get("status") == "error"]
+    for row in failed:
+        import sys
+
+        print(f"vitbench: error: {row['model']}: {row['error']}", file=sys.stderr)
     if args.module_table is not None:
         import sys
 
@@ -65,4 +72,4 @@ def run(args) -> int:
             # plus LayerNorm/BatchNorm at 4-5 per element.
             table = counted.fvcore_table.replace("#flops", "#fvcore flops (MACs + norms)")
             sys.stdout.write(f"\n{target.label}: fvcore per-module table (fvcore counts one MAC as one 'flop')\n{table}\n")
-    return 0
+    return 3 if failed else 0
