@@ -141,3 +141,17 @@ def test_run_flags_are_one_vocabulary_with_units():
     assert run_settings_from(only.parse_args(["--threads", "2"])) == {"threads": 2}
     with pytest.raises(SystemExit):
         only.parse_args(["--min-time", "1"])
+
+
+def test_profile_table_tells_rows_apart_by_resolution_and_overrides(capsys):
+    """Rows that differ only in --img-size, or in a reference's keyword arguments, get the
+    column that tells them apart."""
+    from vitbench.cli import main
+
+    code = main(["profile", "vit-ti/16+depth=1", "--img-size", "32,48", "--device", "cpu", "--runs", "1",
+                 "--min-time", "0.05", "--warmup", "1", "--no-memory", "--threads", "1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    header = out.splitlines()[0].split()
+    assert header[:3] == ["model", "overrides", "img_size"]
+    assert "depth=1" in out and " 32 " in out and " 48 " in out

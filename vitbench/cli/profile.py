@@ -45,7 +45,15 @@ def run(args) -> int:
     from vitbench.measure.profile import TABLE_COLUMNS, profile
 
     records = profile(args.models, overrides=overrides_from(args), on_row=_report, **run_settings_from(args))
-    emit(args, records, TABLE_COLUMNS if args.format in ("table", "markdown") else None)
+    columns = None
+    if args.format in ("table", "markdown"):
+        # rows that differ only in resolution or in a reference's keyword arguments stay apart
+        columns = list(TABLE_COLUMNS)
+        if len({r.get("img_size") for r in records}) > 1:
+            columns.insert(1, "img_size")
+        if any(r.get("overrides") for r in records):
+            columns.insert(1, "overrides")
+    emit(args, records, columns)
     if records and all(r.get("status") == "error" for r in records):
         return 3
     return 0

@@ -27,7 +27,7 @@ PREDICT_DEVICES = ("cpu", "cuda", *DATASHEET_DEVICES)
 #: the pred_ columns of a row, in order (then pred_basis and the cost columns)
 PRED_COLUMNS = ("pred_latency_s", "pred_throughput_img_s", "pred_attention_s", "pred_linear_s", "pred_conv_s",
                 "pred_elementwise_s", "pred_optimizer_s", "pred_overhead_s", "pred_ops", "pred_macs", "pred_bytes")
-TABLE_COLUMNS = ("model", "batch_size", "mode", "precision", "device", "threads", "pred_latency_s",
+TABLE_COLUMNS = ("model", "img_size", "batch_size", "mode", "precision", "device", "threads", "pred_latency_s",
                  "pred_throughput_img_s", "pred_linear_s", "pred_attention_s", "pred_conv_s",
                  "pred_elementwise_s", "pred_optimizer_s", "pred_overhead_s", "pred_basis")
 
