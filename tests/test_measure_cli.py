@@ -155,3 +155,14 @@ def test_profile_table_tells_rows_apart_by_resolution_and_overrides(capsys):
     header = out.splitlines()[0].split()
     assert header[:3] == ["model", "overrides", "img_size"]
     assert "depth=1" in out and " 32 " in out and " 48 " in out
+
+
+def test_profile_api_takes_input_size_like_analyze():
+    from torch import nn
+
+    import vitbench
+
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 4))
+    settings = vitbench.RunSettings(device="cpu", runs=1, min_run_time_s=0.05, warmup=1, memory=False, threads=1)
+    [row] = vitbench.profile(model, settings, input_size=(3, 32, 32))
+    assert row["status"] == "ok" and row["img_size"] == 32 and row["throughput_img_s"] > 0

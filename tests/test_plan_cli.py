@@ -251,3 +251,28 @@ def test_a_reference_with_a_replayed_spec_says_whose_module_was_replayed():
     assert row["pred_peak_memory_bytes"] == memory_estimate(target.spec, 4).peak_bytes == memory_estimate(resolve("vit-b/16"), 4).peak_bytes
     assert row["params"] == get_weight("ViT_B_16_Weights.IMAGENET1K_V1").meta["num_params"]
     assert len(row["warnings"]) == 1 and "vitbench's equivalent vit module" in row["warnings"][0]
+
+
+def test_plan_records_api_traces_what_the_replay_does_not_cover_like_the_cli(capsys):
+    """The tracing fallback is the library's, not the command's: the API gives the number the
+    command prints for a model without a memory formula."""
+    import json
+
+    from vitbench.cli import main
+
+    [row] = vitbench.plan_records(vitbench.resolve_models(["torchvision:swin_t"]), batch_size=2)
+    assert row["pred_peak_memory_bytes"] and row["pred_peak_memory_bytes"] > 0
+    assert main(["plan", "torchvision:swin_t", "--batch-size", "2", "--format", "json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    records = printed["records"] if isinstance(printed, dict) else printed
+    assert records[0]["pred_peak_memory_bytes"] == row["pred_peak_memory_bytes"]
+    [plain] = vitbench.plan_records(["torchvision:swin_t"], batch_size=2, trace=False)
+    assert plain["pred_peak_memory_bytes"] is None and plain["warnings"]
+
+
+def test_an_error_about_a_live_module_is_one_line():
+    import torchvision
+
+    with pytest.raises(vitbench.errors.VitbenchError) as caught:
+        vitbench.plan(torchvision.models.resnet18(), 2**30)
+    assert "\n" not in str(caught.value) and "<ResNet object>" in str(caught.value)

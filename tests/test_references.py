@@ -474,3 +474,13 @@ def broken():
     assert int(rows["py:brokenmodels:tiny"]["params"]) == 3 * 9 * 16 + 16 + 16 * 10 + 10
     assert rows["resnet18"]["params_source"] == "analytic"
     assert err.strip().splitlines() == ["vitbench: error: py:brokenmodels:broken: AssertionError: Input height (384) doesn't match model (224)."]
+
+
+def test_img_size_and_input_size_that_disagree_are_an_error_not_ignored():
+    import torchvision
+
+    model = torchvision.models.resnet18()
+    with pytest.raises(SpecError, match=r"img_size=384: contradicts input_size=\(3, 224, 224\)"):
+        vitbench.analyze(model, img_size=384, input_size=(3, 224, 224))
+    [row] = vitbench.analyze(model, img_size=224, input_size=(3, 224, 224))  # the same size twice is fine
+    assert row["img_size"] == 224

@@ -24,7 +24,7 @@ _EXPORTS = {
     "calibrate": "vitbench.timemodel.calibration",
     "plan": "vitbench.analytic.memory",
     "memory_estimate": "vitbench.analytic.memory",
-    "plan_records": "vitbench.analytic.memory",
+    "plan_records": "vitbench.api",
     "report": "vitbench.studies",
     "compare": "vitbench.gate",
     "audit": "vitbench.claims",

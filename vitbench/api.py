@@ -121,3 +121,20 @@ def identity_record(target: Target, batch_size: int) -> dict[str, Any]:
             "elementwise_ops": None,
         }
     return {"model": record.pop("model"), "source": target.source, **record}
+
+
+def plan_records(models: Iterable[Any], memory_bytes: int | None = None, batch_size: int | None = None,
+                 mode: str = "train", precision: str = "fp32", optimizer: str = "adamw", attention: str | None = None,
+                 *, trace: bool = True) -> Records:
+    """:func:`vitbench.analytic.memory.plan_records` as ``vitbench plan`` runs it: a model the
+    memory replay does not cover is traced on fake tensors (``trace=False``: its row stays
+    empty, with the reason). ``models``: Targets (``resolve_models``), specs, or anything
+    ``resolve_models`` takes."""
+    from vitbench.analytic.memory import plan_records as replayed
+    from vitbench.counters.memory_trace import trace_target
+
+    if isinstance(models, str) or not isinstance(models, Iterable) or is_module(models):
+        models = [models]
+    targets = [m if isinstance(m, Target) else resolve_models([m])[0] for m in models]
+    return replayed(targets, memory_bytes, batch_size, mode, precision, optimizer, attention,
+                    trace=trace_target if trace else None)

@@ -16,7 +16,16 @@ class SpecError(VitbenchError, ValueError):
         self.field = field
         self.value = value
         self.reason = reason
-        super().__init__(f"{field}={value!r}: {reason}")
+        super().__init__(f"{field}={shown(value)}: {reason}")
+
+
+def shown(value: object, limit: int = 120) -> str:
+    """``repr(value)`` for a one-line message: an object whose repr spans lines (an nn.Module)
+    by its type, anything longer than ``limit`` characters cut short."""
+    text = repr(value)
+    if "\n" in text:
+        return f"<{type(value).__name__} object>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class UnknownModelError(VitbenchError, KeyError):

@@ -52,9 +52,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from vitbench.analytic.memory import plan_records
-    from vitbench.api import resolve_models
-    from vitbench.counters.memory_trace import trace_target
+    from vitbench.api import plan_records, resolve_models
     from vitbench.errors import VitbenchError
 
     if args.memory is None and args.batch_size is None:
@@ -63,10 +61,7 @@ def run(args) -> int:
             "breakdown), or both"
         )
     targets = resolve_models(args.models, overrides_from(args))
-    records = plan_records(
-        targets, args.memory, args.batch_size, args.mode, args.precision, args.optimizer, None,
-        trace=trace_target,
-    )
+    records = plan_records(targets, args.memory, args.batch_size, args.mode, args.precision, args.optimizer)
     columns = None
     if args.format in ("table", "markdown"):
         columns = list(TABLE_COLUMNS)

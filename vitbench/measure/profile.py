@@ -101,6 +101,7 @@ def profile(
     *,
     overrides: dict[str, Any] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    input_size: Any = None,
     **changes: Any,
 ) -> Records:
     """Measure every model under ``settings``; keyword arguments that name a
@@ -108,7 +109,8 @@ def profile(
     ``mode=["infer", "train"]``), the rest override spec fields (a list: one model per value),
     as do the entries of ``overrides`` (a field name -> value(s), values as on the command line
     or typed). Rows come settings-major (every model at the first settings, then the next).
-    ``on_row`` is called with each row as it is measured.
+    ``on_row`` is called with each row as it is measured. ``input_size=(C, H, W)``: a live
+    module's input, as in :func:`vitbench.analyze`.
 
     >>> profile(["vit-s/16", "resnet18"], mode="train", batch_size=8)  # doctest: +SKIP
     """
@@ -124,7 +126,7 @@ def profile(
     from vitbench.api import resolve_models
     from vitbench.measure.target import measured
 
-    targets = [measured(target) for target in resolve_models(models, spec_overrides)]
+    targets = [measured(target) for target in resolve_models(models, spec_overrides, input_size=input_size)]
     records = Records()
     for run_settings in all_settings:
         for target in targets:

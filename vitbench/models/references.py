@@ -134,6 +134,11 @@ def _module_target(module: Any, input_size: Any, overrides: dict[str, Any], used
     size = overrides.get("img_size")
     if size is not None:
         used.add("img_size")
+        if input_size is not None:
+            given = parse_value(str(size)) if isinstance(size, str) else size
+            height, width = given if isinstance(given, tuple) else (given, given)
+            if (height, width) != tuple(input_size)[1:]:
+                raise SpecError("img_size", size, f"contradicts input_size={tuple(input_size)}: give one of them")
     if input_size is None:
         default = module_input_size(module)
         channels = overrides.get("in_chans", default[0] if default else 3)
