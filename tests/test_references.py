@@ -484,3 +484,21 @@ def test_img_size_and_input_size_that_disagree_are_an_error_not_ignored():
         vitbench.analyze(model, img_size=384, input_size=(3, 224, 224))
     [row] = vitbench.analyze(model, img_size=224, input_size=(3, 224, 224))  # the same size twice is fine
     assert row["img_size"] == 224
+
+
+@pytest.mark.parametrize("name", ["vit_tiny_r_s16_p8_224"])
+def test_timm_hybrid_vit_is_counted_exactly(name):
+    """A constructor that cannot run on meta parameters (timm's hybrid ViTs run a dummy forward)
+    is built for real instead; the counts equal an independent FlopCounterMode count of the
+    module timm builds (math attention, so every attention product is a counted matmul)."""
+    timm = pytest.importorskip("timm")
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    [row] = vitbench.analyze(f"timm:{name}")
+    model = timm.create_model(name).eval()
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+        model(torch.randn(1, 3, 224, 224))
+    assert row["macs"] == counter.get_total_flops() // 2 and row["macs_source"] == "dispatch"
+    assert row["params"] == sum(p.numel() for p in model.parameters())

@@ -48,16 +48,19 @@ def parameters_on_meta() -> Iterator[None]:
 
 def light_build(factory: Callable[[], Any]) -> "nn.Module":
     """``factory()`` with parameters on meta and everything else real (on the CPU). A
-    constructor that reads its own parameters' values (timm's mixed-RoPE ViTs) is run again
-    normally: real, initialised parameters on the CPU."""
+    constructor that cannot run with meta parameters, whatever the error (timm's mixed-RoPE ViTs
+    read their values; timm's hybrid ViTs run a dummy forward through the CNN backbone) is run
+    again normally: real, initialised parameters on the CPU; if that fails too, its error is
+    the one raised."""
     import torch
 
     try:
         with parameters_on_meta(), torch.device("cpu"):
             return factory()
-    except NotImplementedError as exc:
-        if "meta" not in str(exc):
-            raise
+    except (KeyboardInterrupt, SystemExit, MemoryError):
+        raise
+    except Exception:  # noqa: BLE001 - retried below without meta parameters
+        pass
     with torch.device("cpu"):
         return factory()
 
