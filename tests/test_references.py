@@ -502,3 +502,12 @@ def test_timm_hybrid_vit_is_counted_exactly(name):
         model(torch.randn(1, 3, 224, 224))
     assert row["macs"] == counter.get_total_flops() // 2 and row["macs_source"] == "dispatch"
     assert row["params"] == sum(p.numel() for p in model.parameters())
+
+
+def test_live_transformers_vit_for_image_classification_is_covered():
+    transformers = pytest.importorskip("transformers")
+    model = transformers.ViTForImageClassification(transformers.ViTConfig(num_hidden_layers=2, num_labels=7))
+    [row] = vitbench.analyze(model, counters=("analytic", "dispatch"))
+    assert row["params_source"] == "analytic" and row["analytic_note"] is None
+    assert row["params"] == row["module_params"] == sum(p.numel() for p in model.parameters())
+    assert row["macs"] == row["dispatch_macs"] and row["agree"] is True

@@ -110,12 +110,12 @@ def _check_positions(fields: dict[str, Any], positions: int, prefix: int) -> Non
 
 # --- ViT family -------------------------------------------------------------------------------
 def _vit(model: Any, img_size) -> Any:
-    config, emb = model.config, model.embeddings
+    vit = getattr(model, "vit", model)  # ViTForImageClassification wraps the ViTModel as .vit
+    config, emb = model.config, vit.embeddings
     fields = _patch(emb.patch_embeddings.projection, config)
     d = fields["embed_dim"]
     _check_positions(fields, emb.position_embeddings.shape[1], 1)
     fields.update(class_token=True, pool="cls", mask_token=getattr(emb, "mask_token", None) is not None)
-    vit = getattr(model, "vit", model)
     fields.update(_encoder_fields(vit.layers, d, config.num_attention_heads))
     fields["final_norm"] = _is_norm(vit.layernorm, d)
     head = getattr(model, "classifier", None)
