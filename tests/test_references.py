@@ -511,3 +511,22 @@ def test_live_transformers_vit_for_image_classification_is_covered():
     assert row["params_source"] == "analytic" and row.get("analytic_note") is None
     assert row["params"] == row["module_params"] == sum(p.numel() for p in model.parameters())
     assert row["macs"] == row["dispatch_macs"] and row["agree"] is True
+
+
+def test_report_lists_models_without_a_formula_with_their_source(tmp_path, monkeypatch):
+    """Every model is in "All configurations" with its source, and a model without a formula
+    whose fvcore and dispatch counts agree is marked as agreeing."""
+    import csv
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "reportmodels.py").write_text(_MY_MODELS)
+    vitbench.sweep(models=["torchvision:mobilenet_v3_small", "py:reportmodels:tiny", "resnet18"], grid={"img_size": [64]},
+                   stages=["analytic", "counters"], out=tmp_path / "store")
+    vitbench.report(tmp_path / "store", out=tmp_path / "rep")
+    listed = {r["model"]: r for r in csv.DictReader(open(tmp_path / "rep" / "tables" / "configurations.csv"))}
+    assert set(listed) == {"torchvision:mobilenet_v3_small", "py:reportmodels:tiny", "resnet18"}
+    assert listed["py:reportmodels:tiny"]["macs_source"] == "dispatch" and listed["resnet18"]["macs_source"] == "analytic"
+    assert int(listed["py:reportmodels:tiny"]["params"]) == 3 * 9 * 16 + 16 + 16 * 10 + 10
+    agreement = {r["model"]: r for r in csv.DictReader(open(tmp_path / "rep" / "tables" / "agreement.csv"))}
+    mobile = agreement["torchvision:mobilenet_v3_small"]
+    assert mobile["fvcore_macs"] == mobile["dispatch_macs"] and mobile["agree"] == "yes"

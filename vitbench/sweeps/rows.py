@@ -10,6 +10,7 @@ a failing configuration is a row, never an aborted sweep.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from vitbench.sweeps.grid import Config
@@ -75,6 +76,11 @@ class Runner:
                 row.update(batch_size=config.batch_size, analytic_note=target.analytic_note)
             if "counters" in config.stages:
                 row.update(self._counters(target, config, row))
+            elif target.spec is None:  # no formula: the counted numbers are the row's (as analyze gives)
+                row.update(self._counters(target, replace(config, counters=("dispatch",)), row))
+            from vitbench.api import fill_counted
+
+            fill_counted(row)
             if "predict" in config.stages:
                 predicted = self._predict(target, config)
                 row["warnings"] = (_as_list(row.get("warnings")) + _as_list(predicted.pop("warnings", None))) or None

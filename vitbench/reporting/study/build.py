@@ -51,7 +51,7 @@ class Report:
         self.plots: list[Path] = []
         self.tables: list[Path] = []
         self.analytic = analytic_rows(self.records)
-        self.by_key = {r["spec_key"]: r for r in self.analytic}
+        self.by_key = {r["spec_key"]: r for r in self.analytic if r.get("spec_key")}
 
     def plot(self, name: str, make: Callable[[Path], Path], alt: str, caption: str) -> None:
         """Draw a PNG with ``make(path)`` and show it with its caption (unless plots are off)."""

@@ -26,10 +26,12 @@ def configurations(report: Report) -> bool:
     if not report.analytic:
         return False
     rows = sorted(report.analytic, key=lambda r: (str(r.get("study") or ""), num(r.get("index")) or 0))
-    report.doc.add("Every distinct configuration's analytic counts (one row per spec; all rows and columns are in results.csv).")
+    report.doc.add("Every distinct configuration's parameters and MACs (one row per model and configuration; "
+                   "source: analytic where a formula covers the model, else counted: module parameters and "
+                   "dispatch MACs; all rows and columns are in results.csv).")
     report.table("configurations", rows, [
         ("study", "study"), ("model", "model"), ("overrides", "overrides"), ("img_size", "resolution"),
         ("patch_size", "P"), ("tokens", "tokens"), ("params", "params"), ("macs_img", "MACs/image"),
-        ("attn_matmul_share", "attention matmul share"),
+        ("macs_source", "source"), ("attn_matmul_share", "attention matmul share"),
     ])
     return True

@@ -61,14 +61,16 @@ def per_image(record: dict[str, Any], key: str = "macs") -> float | None:
 
 
 def analytic_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One ok row per distinct spec (the smallest batch), with per-image MACs in ``macs_img``."""
+    """One ok row per distinct model (its spec, or for a model without a formula its name and
+    overrides; the smallest batch), with per-image MACs in ``macs_img``."""
     best: dict[str, dict[str, Any]] = {}
     for r in records:
-        if r.get("status") != "ok" or num(r.get("macs")) is None or not r.get("spec_key"):
+        if r.get("status") != "ok" or num(r.get("macs")) is None:
             continue
-        current = best.get(r["spec_key"])
+        key = r.get("spec_key") or f"{r.get('model')}|{r.get('overrides') or ''}|{r.get('img_size')}"
+        current = best.get(key)
         if current is None or (num(r.get("batch_size")) or 1) < (num(current.get("batch_size")) or 1):
-            best[r["spec_key"]] = r
+            best[key] = r
     return [{**r, "macs_img": per_image(r)} for r in best.values()]
 
 
