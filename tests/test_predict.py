@@ -216,7 +216,9 @@ def test_training_cost_formula():
 
 def test_predict_api_rows_with_training_cost_and_measured_basis():
     cal = synthetic()
-    measured = [{"model": "mnist-vit", "mode": "train", "batch_size": 8, "precision": "fp32", "latency_p50_s": 0.25, "status": "ok"}]
+    measured = [{"model": "mnist-vit", "mode": "train", "batch_size": 8, "precision": "fp32", "latency_p50_s": 0.25, "status": "ok"},
+                {"model": "cifar-vit/8", "overrides": "depth=2", "mode": "train", "batch_size": 8, "precision": "fp32",
+                 "latency_p50_s": 9.0, "status": "ok"}]  # another configuration of cifar-vit/8: not this one's
     rows = vitbench.predict(["mnist-vit", "cifar-vit/8"], mode="train", batch_size=[8], calibration=cal,
                             epochs=2, dataset_size=100, price_per_hour=10.0, measured=measured)
     by_model = {r["model"]: r for r in rows}

@@ -241,7 +241,7 @@ def predict(
         row.update(prediction.columns(batch))
         row["pred_basis"] = cal.label
         row["pred_seconds"] = time.perf_counter() - started
-        seen = measured_rows.get((target.name, run_mode, batch, prec))
+        seen = measured_rows.get((target.name, target.overrides_text if target.overrides else "", run_mode, batch, prec))
         if seen is not None:
             row["measured_latency_s"] = seen
             row["pred_ratio"] = prediction.latency_s / seen
@@ -258,8 +258,8 @@ def predict(
     return records
 
 
-def _measured_index(measured: Any) -> dict[tuple[str, str, int, str], float]:
-    """(model, mode, batch_size, precision) -> latency_p50_s of measured rows (ok ones only)."""
+def _measured_index(measured: Any) -> dict[tuple[str, str, str, int, str], float]:
+    """(model, overrides, mode, batch_size, precision) -> latency_p50_s of measured rows (ok ones only)."""
     from vitbench.reading import read_results
 
     rows, _ = read_results(measured, "measured")
@@ -267,7 +267,7 @@ def _measured_index(measured: Any) -> dict[tuple[str, str, int, str], float]:
     for row in rows:
         latency = row.get("latency_p50_s")
         if row.get("status", "ok") == "ok" and isinstance(latency, (int, float)) and latency > 0:
-            key = (str(row.get("model")), str(row.get("mode", "infer")), int(row.get("batch_size") or 1),
-                   str(row.get("precision") or "fp32"))
+            key = (str(row.get("model")), str(row.get("overrides") or ""), str(row.get("mode", "infer")),
+                   int(row.get("batch_size") or 1), str(row.get("precision") or "fp32"))
             out[key] = float(latency)
     return out
