@@ -381,7 +381,11 @@ def test_py_reference_from_the_current_directory_or_a_file(tmp_path, reference):
     (tmp_path / "mymodels.py").write_text(_MY_MODELS)
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "other.py").write_text(_MY_MODELS)
-    script = shutil.which("vitbench")
+    from pathlib import Path
+
+    # the console script sits beside this interpreter (its venv need not be on PATH)
+    script = Path(sys.executable).with_name("vitbench")
+    script = str(script) if script.exists() else shutil.which("vitbench")
     assert script, "the vitbench console script is installed with the package"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run([script, "analyze", reference, "--img-size", "32", "--format", "csv"], cwd=tmp_path,
