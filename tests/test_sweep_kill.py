@@ -26,11 +26,18 @@ TOTAL = 24
 ROW_DELAY_S = 1.0
 
 
+def _interactive() -> None:
+    """The sweep runs as from a terminal: a test suite started in the background by a
+    non-interactive shell inherits SIGINT ignored, and Python then never raises
+    KeyboardInterrupt (seen in .ci/run started with `&`: the "interrupted" sweep exited 0)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(out: Path, delay: float, *extra: str) -> subprocess.Popen:
     env = dict(os.environ, VITBENCH_SWEEP_ROW_DELAY_S=str(delay))
     return subprocess.Popen(
         [sys.executable, "-m", "vitbench", "sweep", *GRID, "--out", str(out), *extra],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_interactive,
     )
 
 
