@@ -15,18 +15,14 @@ from typing import Any
 
 from vitbench.errors import SpecError
 from vitbench.results import Records
+from vitbench.settings import MODES, OPTIMIZERS
 from vitbench.timemodel.calibration import (
     PRECISION_DTYPES, Calibration, CalibrationError, cache_path, calibrate, default_threads, load, save,
 )
 from vitbench.timemodel.datasheet import DATASHEET_DEVICES, datasheet_calibration
 
-MODES = ("infer", "train")
-OPTIMIZERS = ("adamw", "sgd", "sgd-momentum")
 PREDICT_DEVICES = ("cpu", "cuda", *DATASHEET_DEVICES)
 
-#: the pred_ columns of a row, in order (then pred_basis and the cost columns)
-PRED_COLUMNS = ("pred_latency_s", "pred_throughput_img_s", "pred_attention_s", "pred_linear_s", "pred_conv_s",
-                "pred_elementwise_s", "pred_optimizer_s", "pred_overhead_s", "pred_ops", "pred_macs", "pred_bytes")
 TABLE_COLUMNS = ("model", "img_size", "batch_size", "mode", "precision", "device", "threads", "pred_latency_s",
                  "pred_throughput_img_s", "pred_linear_s", "pred_attention_s", "pred_conv_s",
                  "pred_elementwise_s", "pred_optimizer_s", "pred_overhead_s", "pred_basis")
