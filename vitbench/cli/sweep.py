@@ -11,6 +11,7 @@ from vitbench.cli.common import (
     add_override_arguments,
     add_run_arguments,
     field_flag,
+    parse_size,
     positive_int,
     run_settings_from,
     values_from,
@@ -57,6 +58,8 @@ def register(subparsers) -> None:
     run_group.add_argument("--dry-run", action="store_true", help="count the grid, list its first configurations (with ids) and the time estimate, and exit")
     run_group.add_argument("--yes", action="store_true", help="run a grid above 100,000 configurations or 24 h of estimated time")
     run_group.add_argument("--export", default="csv", metavar="F1,F2", help="formats exported at the end: csv, parquet (default csv)")
+    run_group.add_argument("--sync", choices=("interval", "always"), default="interval", help="fsync policy of the store: interval (default; group commit: no row lost when the process is killed, at most the last --sync-interval on a power failure) or always (one fsync per row)")
+    run_group.add_argument("--sync-interval", type=float, default=1.0, metavar="SECONDS", help="with --sync interval: seconds between fsyncs (default 1)")
     run_group.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary (automatic bar off when not a TTY or CI=true)")
     launch = parser.add_argument_group("launchers")
     launch.add_argument("--launcher", choices=("local", "gpus", "submitit"), default="local", help="local (default), gpus (one worker per GPU), submitit (Slurm job array)")
@@ -67,6 +70,7 @@ def register(subparsers) -> None:
     launch.add_argument("--partition", help="submitit: Slurm partition")
     launch.add_argument("--gpus-per-job", type=positive_int, metavar="N", help="submitit: GPUs per job")
     launch.add_argument("--cpus-per-job", type=positive_int, metavar="N", help="submitit: CPUs per job")
+    launch.add_argument("--mem-per-job", type=parse_size, metavar="SIZE", help="submitit: memory per job (512MiB, 4GB; Slurm gets whole MiB)")
     launch.add_argument("--cluster", choices=("slurm", "local", "debug"), help="submitit: executor (default: slurm when available, else local)")
     launch.add_argument("--max-retries", type=int, default=2, metavar="N", help="submitit: resubmissions of a failed job (default 2)")
     launch.add_argument("--no-wait", action="store_true", help="submitit: submit and exit (merge later with vitbench merge)")
@@ -106,6 +110,7 @@ def _launcher_options(args: argparse.Namespace) -> dict[str, Any]:
         return {
             "jobs": args.jobs, "parallelism": args.parallelism, "time_limit_min": args.time_limit_min or 60,
             "partition": args.partition, "gpus_per_job": args.gpus_per_job, "cpus_per_job": args.cpus_per_job,
+            "mem_per_job": args.mem_per_job,
             "cluster": args.cluster, "max_retries": args.max_retries, "wait": not args.no_wait,
         }
     return {}
@@ -127,17 +132,13 @@ def _dry_run(plan, shard) -> int:
 def run(args: argparse.Namespace) -> int:
     from vitbench.sweeps.grid import parse_shard
     from vitbench.sweeps.progress import Progress, sigterm_as_interrupt
-    from vitbench.sweeps.launch import sweep
-    from vitbench.sweeps.schema import SweepFileError
+    from vitbench.sweeps.launch import check_arguments, sweep
 
     plan = build_plan(args)
     shard = parse_shard(args.shard)
-    if args.retry_failed and not args.resume:
-        raise SweepFileError("--retry-failed: only makes sense with --resume")
+    check_arguments(launcher=args.launcher, shard=shard, resume=args.resume, retry_failed=args.retry_failed)
     if args.dry_run:
         return _dry_run(plan, shard)
-    if args.launcher != "local" and shard:
-        raise SweepFileError(f"--shard: runs one shard locally; --launcher {args.launcher} splits the grid itself")
     progress = Progress(sys.stderr, quiet=args.quiet, desc=plan.name)
     try:
         with sigterm_as_interrupt():
@@ -147,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
                 launcher=args.launcher, launcher_options=_launcher_options(args),
                 on_start=progress.on_start, on_row=progress.on_row,
                 on_calibrate=lambda message: print(f"vitbench: {message}", file=sys.stderr, flush=True),
+                sync=args.sync, sync_interval_s=args.sync_interval,
             )
     finally:
         progress.close()

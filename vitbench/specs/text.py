@@ -4,6 +4,7 @@ overrides, JSON-able dicts and the stable identity key. No torch import."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import json
 import math
@@ -19,7 +20,10 @@ _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
 
+@functools.lru_cache(maxsize=None)
 def spec_fields(spec_type: type) -> dict[str, dataclasses.Field]:
+    """The fields of a spec class by name (cached: a sweep asks this per field per row; the
+    dict is shared, never to be changed)."""
     return {f.name: f for f in fields(spec_type)}
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from vitbench.sweeps.jsonl import write_atomic
-from vitbench.sweeps.store import CSV_NAME, PARQUET_NAME, StoreError, check_path, fs_error, read_store
+from vitbench.sweeps.store import (
+    CSV_NAME, PARQUET_NAME, ROWS_NAME, StoreError, check_path, fs_error, read_definition, read_store, stored_ids, stream_latest,
+)
 
 EXPORTS = ("csv", "parquet")
 
@@ -27,21 +29,54 @@ def export_store(source: str | os.PathLike, out: str | os.PathLike, formats: Seq
     atomically. Integers are written as exact digits; list columns as JSON text in the CSV and
     as list columns in Parquet."""
     check_formats(formats)
-    records, info = read_store(source)
     out = check_path(out)
+    source = Path(source)
+    if source.is_file() and source.name == ROWS_NAME:
+        source = source.parent
+    streamed = (source / ROWS_NAME).is_file()
+    records: Sequence[dict[str, Any]] = []
+    info: dict[str, Any] = {}
+    if not streamed or "parquet" in formats:
+        records, info = read_store(source)
+    else:
+        info = read_definition(source)
     written = []
+    target = out
     try:
         out.mkdir(parents=True, exist_ok=True)
         if "csv" in formats:
-            write_atomic(out / CSV_NAME, csv_bytes(records))
-            written.append(out / CSV_NAME)
+            target = out / CSV_NAME
+            write_atomic(target, _streamed_csv(source, info) if streamed else csv_bytes(records))
+            written.append(target)
         if "parquet" in formats:
-            write_atomic(out / PARQUET_NAME, parquet_bytes(records, info))
-            written.append(out / PARQUET_NAME)
+            target = out / PARQUET_NAME
+            write_atomic(target, parquet_bytes(records, info))
+            written.append(target)
     except OSError as exc:
-        target = Path(exc.filename) if isinstance(exc.filename, str) else out
-        raise fs_error("write", target, exc, len(records), out) from None
+        saved = len(stored_ids(source)) if streamed else len(records)
+        raise fs_error("write", target, exc, saved, out) from None
     return written
+
+
+def _streamed_csv(directory: Path, info: dict[str, Any], chunk: int = 10_000) -> Iterator[bytes]:
+    """The CSV of a store's rows.jsonl, a chunk of rows at a time (memory flat in the rows)."""
+    from vitbench.results import csv_text
+
+    columns, rows, _ = stream_latest(directory / ROWS_NAME, single_definition=len(info.get("fingerprints") or []) <= 1)
+    if not columns:
+        return
+    header, batch = True, []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == chunk:
+            yield _csv_chunk(csv_text(batch, columns), header)
+            header, batch = False, []
+    if batch or header:
+        yield _csv_chunk(csv_text(batch, columns), header)
+
+
+def _csv_chunk(text: str, header: bool) -> bytes:
+    return (text if header else text.split("\n", 1)[1]).encode("utf-8", "backslashreplace")
 
 
 def csv_bytes(records: Sequence[dict[str, Any]], chunk: int = 10_000) -> bytes:

@@ -227,7 +227,13 @@ def _points(plan: SweepPlan, keys_only: bool = False) -> Iterator[Any]:
     """(id digest, study, model grid, grid values, batch, mode, precision), de-duplicated, in
     grid order (only the digests with ``keys_only``). The id is the first 6 bytes (12 hex
     digits) of SHA-1(identity + settings text); with several settings per combination the
-    identity's hash state is computed once and copied for each."""
+    identity's hash state is computed once and copied for each.
+
+    Within one model's grid the points are distinct by construction (each axis holds distinct
+    normalized values, and the settings are distinct), so a plan of one model in one study
+    streams with no memory per point; with several, a configuration met again (the same spec
+    reached from two presets or two studies) is dropped by its full digest."""
+    grids = sum(len(study.models) for study in plan.studies)
     seen: set[bytes] = set()
     add = seen.add
     sha1 = hashlib.sha1
@@ -235,23 +241,18 @@ def _points(plan: SweepPlan, keys_only: bool = False) -> Iterator[Any]:
         settings = _settings(study)
         for model in study.models:
             grid = _ModelGrid(study, model)
-            if len(settings) == 1:
-                (batch, mode, precision, text), = settings
-                for values, identity in grid.points():
-                    key = sha1(identity + text).digest()[:6]
-                    if key not in seen:
-                        add(key)
-                        yield key if keys_only else (key, study, grid, values, batch, mode, precision)
-                continue
             for values, identity in grid.points():
                 base = sha1(identity)
                 for batch, mode, precision, text in settings:
                     digest = base.copy()
                     digest.update(text)
-                    key = digest.digest()[:6]
-                    if key not in seen:
-                        add(key)
-                        yield key if keys_only else (key, study, grid, values, batch, mode, precision)
+                    full = digest.digest()
+                    if grids > 1:
+                        if full in seen:
+                            continue
+                        add(full)
+                    key = full[:6]
+                    yield key if keys_only else (key, study, grid, values, batch, mode, precision)
 
 
 def iter_configs(plan: SweepPlan, shard: tuple[int, int] | None = None) -> Iterator[Config]:

@@ -8,7 +8,7 @@ import json
 import math
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -70,14 +70,16 @@ def scan(path: Path, decode: Any = None) -> Iterator[tuple[int, int, bytes, dict
             offset += len(line)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write a temporary file beside ``path``, fsync it, rename it over ``path``, fsync the
-    folder: a crash leaves the old file or the new one, never half of one."""
+def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
+    """Write a temporary file beside ``path`` (``data``: bytes, or chunks of bytes written as
+    they come), fsync it, rename it over ``path``, fsync the folder: a crash leaves the old
+    file or the new one, never half of one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            write_all(fd, data)
+            for chunk in (data,) if isinstance(data, (bytes, bytearray)) else data:
+                write_all(fd, chunk)
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -16,6 +16,7 @@ from vitbench.sweeps.grid import parse_shard
 from vitbench.sweeps.plan import SweepPlan
 from vitbench.sweeps.run import SweepResult, default_out, execute, resolve_plan
 from vitbench.sweeps.schema import SweepFileError
+from vitbench.sweeps.store import DEFAULT_SYNC_EVERY, DEFAULT_SYNC_INTERVAL_S
 
 LAUNCHERS = ("local", "gpus", "submitit")
 
@@ -43,6 +44,9 @@ def sweep(
     on_start: Callable[[int, int], None] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
     on_calibrate: Callable[[str], None] | None = None,
+    sync: str = "interval",
+    sync_interval_s: float = DEFAULT_SYNC_INTERVAL_S,
+    sync_every: int = DEFAULT_SYNC_EVERY,
 ) -> SweepResult:
     """Run a sweep (a sweep file, a :class:`SweepPlan`, or ``models`` x ``grid``) into a store.
 
@@ -50,25 +54,28 @@ def sweep(
     skipped)`` and ``on_row(row)`` let a caller show progress. Raises :class:`SweepInterrupted`
     (exit code 130) on Ctrl-C after saving; ``on_calibrate(message)`` hears when the predict
     stage calibrates the device first (about 30 s, once per machine); never raises for a failing configuration.
+    ``sync``: ``interval`` (default: group commit, fsync every ``sync_interval_s`` seconds; no
+    row is lost when the process is killed, at most the last interval on a power failure) or
+    ``always`` (one fsync per row); ``sync_every``: at most this many rows between fsyncs.
     ``launcher``: ``local`` (this process), ``gpus`` (one worker per visible GPU) or
     ``submitit`` (a Slurm job array); see :mod:`vitbench.sweeps.launchers`.
 
     >>> sweep(models=["vit-b/16", "resnet50"], grid={"img_size": [224, 384]}, out="results/x")  # doctest: +SKIP
     """
-    if launcher not in LAUNCHERS:
-        raise SweepFileError(f"--launcher={launcher!r}: must be one of {', '.join(LAUNCHERS)}")
+    shard_t = parse_shard(shard)
+    check_arguments(launcher=launcher, shard=shard_t, resume=resume, retry_failed=retry_failed)
     plan = resolve_plan(
         source, models=models, grid=grid, name=name, batch_sizes=batch_sizes, stages=stages,
         counters=counters, measure=measure,
     )
-    shard_t = parse_shard(shard)
     directory = Path(out) if out is not None else default_out(plan, shard_t)
     if launcher == "submitit":
         from vitbench.sweeps.launchers import run_submitit
 
         return run_submitit(
             plan, directory, resume=resume, force=force, allow_foreign=allow_foreign, yes=yes,
-            export=export, retry_failed=retry_failed, **dict(launcher_options or {}),
+            export=export, retry_failed=retry_failed, sync=sync, sync_interval_s=sync_interval_s,
+            **dict(launcher_options or {}),
         )
     compute = None
     if launcher == "gpus":
@@ -78,8 +85,18 @@ def sweep(
     return execute(
         plan, directory, shard=shard_t, resume=resume, force=force, allow_foreign=allow_foreign,
         retry_failed=retry_failed, yes=yes, export=export, compute=compute, on_start=on_start, on_row=on_row,
-        on_calibrate=on_calibrate,
+        on_calibrate=on_calibrate, sync=sync, sync_interval_s=sync_interval_s, sync_every=sync_every,
     )
 
 
-__all__ = ["sweep", "LAUNCHERS"]
+def check_arguments(*, launcher: str, shard: tuple[int, int] | None, resume: bool, retry_failed: bool) -> None:
+    """Combinations of arguments that make no sense, refused before anything is read or run."""
+    if launcher not in LAUNCHERS:
+        raise SweepFileError(f"--launcher={launcher!r}: must be one of {', '.join(LAUNCHERS)}")
+    if retry_failed and not resume:
+        raise SweepFileError("--retry-failed: only makes sense with --resume")
+    if launcher != "local" and shard:
+        raise SweepFileError(f"--shard: runs one shard locally; --launcher {launcher} splits the grid itself")
+
+
+__all__ = ["sweep", "check_arguments", "LAUNCHERS"]

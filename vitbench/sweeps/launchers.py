@@ -20,6 +20,7 @@ import contextlib
 import os
 import queue
 import shutil
+import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -158,9 +159,13 @@ def _replace_dead(workers, inflight, pending, left, start) -> Iterator[dict[str,
 class ShardJob:
     """One array job: runs shard ``index`` of ``count`` into its own store, resuming from it."""
 
-    def __init__(self, plan: SweepPlan, jobs_dir: Path, count: int, retry_failed: bool, export: Sequence[str]):
+    def __init__(
+        self, plan: SweepPlan, jobs_dir: Path, count: int, retry_failed: bool, export: Sequence[str],
+        sync: str = "interval", sync_interval_s: float = 1.0,
+    ):
         self.plan, self.jobs_dir, self.count = plan, jobs_dir, count
         self.retry_failed, self.export = retry_failed, tuple(export)
+        self.sync, self.sync_interval_s = sync, sync_interval_s
 
     def store_dir(self, index: int) -> Path:
         return self.jobs_dir / f"shard-{index:04d}-of-{self.count:04d}"
@@ -168,7 +173,8 @@ class ShardJob:
     def __call__(self, index: int) -> int:
         result = execute(
             self.plan, self.store_dir(index), shard=(index, self.count), resume=True,
-            retry_failed=self.retry_failed, yes=True, export=self.export,
+            retry_failed=self.retry_failed, yes=True, export=self.export, sync=self.sync,
+            sync_interval_s=self.sync_interval_s,
         )
         return result.ran
 
@@ -187,21 +193,88 @@ def _executor(folder: Path, cluster: str | None, options: dict[str, Any]) -> Any
     try:
         executor = submitit.AutoExecutor(folder=folder, cluster=cluster)
     except (RuntimeError, ValueError) as exc:
-        raise VitbenchError(f"--cluster={cluster or 'auto'}: {exc}") from None
+        raise LaunchInputError(f"--cluster={cluster or 'auto'}: {exc}") from None
     executor.update_parameters(**{k: v for k, v in options.items() if v is not None})
     return executor
+
+
+class LaunchInputError(VitbenchError):
+    """A launch the cluster refuses before anything runs (a bad partition, no controller):
+    one line, exit code 2, nothing written."""
+
+    exit_code = 2
+
+
+#: Slurm job states after which a job that left no result will never leave one
+SLURM_ENDED = ("CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "PREEMPTED", "SPECIAL_EXIT")
+
+
+def _scontrol(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=60)
+
+
+def check_slurm(partition: str | None) -> None:
+    """The controller answers and the partition exists: checked before the store is touched,
+    so that a launch Slurm would refuse writes nothing."""
+    if shutil.which("scontrol") is None:
+        raise LaunchInputError("--cluster=slurm: the Slurm commands (scontrol, sbatch) are not on PATH")
+    try:
+        ping = _scontrol("ping")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LaunchInputError(f"--cluster=slurm: the controller does not answer ({exc.__class__.__name__})") from None
+    if ping.returncode != 0 or " is UP" not in ping.stdout:
+        reason = " ".join((ping.stdout + ping.stderr).split())[:200] or f"scontrol ping exit {ping.returncode}"
+        raise LaunchInputError(f"--cluster=slurm: the Slurm controller is unreachable ({reason})")
+    if partition is not None:
+        shown = _scontrol("show", "partition", "-o", partition)
+        if shown.returncode != 0 or f"PartitionName={partition} " not in shown.stdout + " ":
+            names = [line.split()[0].split("=", 1)[1] for line in _scontrol("show", "partition", "-o").stdout.splitlines() if line.startswith("PartitionName=")]
+            raise LaunchInputError(f"--partition={partition!r}: no such Slurm partition (the cluster has: {', '.join(names) or 'none'})")
+
+
+def slurm_state(job_id: str) -> str | None:
+    """The Slurm state of a job (``scontrol show job``; no accounting database needed), None
+    when the controller cannot say; ``GONE`` when it no longer knows the job."""
+    try:
+        shown = _scontrol("show", "job", "-o", str(job_id))
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if shown.returncode != 0:
+        return "GONE" if "Invalid job id" in shown.stderr else None
+    for part in shown.stdout.split():
+        if part.startswith("JobState="):
+            return part.split("=", 1)[1]
+    return None
+
+
+def _ended_without_result(job: Any, slurm: bool) -> str | None:
+    """Why a job that is not done (no result file) will never be: a cancelled, failed or
+    vanished Slurm job. submitit asks sacct, which a cluster without an accounting database
+    cannot answer; scontrol can."""
+    if not slurm:
+        return None
+    state = slurm_state(job.job_id)
+    if state == "GONE" or (state is not None and state.split()[0] in SLURM_ENDED):
+        if job.paths.result_pickle.exists():  # finished between the two looks
+            return None
+        return f"Slurm job {job.job_id} ended as {state} without a result"
+    return None
 
 
 def run_submitit(
     plan: SweepPlan, directory: Path, *, resume: bool = False, force: bool = False, allow_foreign: bool = False,
     yes: bool = False, export: Sequence[str] = ("csv",), retry_failed: bool = False, jobs: int | None = None,
     parallelism: int | None = None, time_limit_min: int | None = 60, partition: str | None = None,
-    gpus_per_job: int | None = None, cpus_per_job: int | None = None, cluster: str | None = None,
-    max_retries: int = 2, wait: bool = True, poll_s: float = 1.0, on_submit: Any = None,
+    gpus_per_job: int | None = None, cpus_per_job: int | None = None, mem_per_job: int | None = None,
+    cluster: str | None = None, max_retries: int = 2, wait: bool = True, poll_s: float = 1.0, on_submit: Any = None,
+    sync: str = "interval", sync_interval_s: float = 1.0, state_poll_s: float = 5.0,
 ) -> SweepResult:
     """Submit the plan as a job array, wait, resubmit failed jobs, merge the job stores into
     ``directory``. With ``wait=False``, return after submitting (merge later with
-    ``vitbench merge OUT/jobs/* --out OUT``)."""
+    ``vitbench merge OUT/jobs/* --out OUT``). ``mem_per_job`` is in bytes (Slurm gets whole
+    MiB). On Slurm the controller and the partition are checked before anything is written,
+    and a job cancelled or failed without a result (seen with ``scontrol`` every
+    ``state_poll_s``) is resubmitted like a failed one."""
     from vitbench.sweeps.merging import merge
     from vitbench.sweeps.store import Store
 
@@ -212,7 +285,15 @@ def run_submitit(
     size = tally(plan)
     confirm_size(plan, size.grid, yes)
     count = max(1, min(jobs or 8, size.grid))
+    for name, value in (("--max-retries", max_retries), ("--mem-per-job", mem_per_job)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "--max-retries" else 1)):
+            raise LaunchInputError(f"{name}={value!r}: must be {'a whole number >= 0' if name == '--max-retries' else 'a positive size'}")
+    slurm = _uses_slurm(cluster)
+    if slurm:
+        check_slurm(partition)
+        _quiet_sacct_warnings()
     jobs_dir = directory / "jobs"
+    existed = directory.exists()
     with Store.open(directory, sweep=sweep_meta(plan, size.grid, None), resume=resume, force=force, allow_foreign=allow_foreign):
         if force and jobs_dir.exists():
             shutil.rmtree(jobs_dir)
@@ -221,10 +302,17 @@ def run_submitit(
     executor = _executor(directory / "submitit", cluster, {
         "name": f"vitbench-{plan.name}", "timeout_min": time_limit_min, "slurm_partition": partition,
         "slurm_array_parallelism": parallelism, "gpus_per_node": gpus_per_job, "cpus_per_task": cpus_per_job,
+        "slurm_mem": f"{-(-mem_per_job // 2**20)}M" if mem_per_job else None,
     })
-    task = ShardJob(plan, jobs_dir, count, retry_failed, export)
+    task = ShardJob(plan, jobs_dir, count, retry_failed, export, sync, sync_interval_s)
     indexes = list(range(1, count + 1))
-    submitted = dict(zip(indexes, executor.map_array(task, indexes)))
+    try:
+        submitted = dict(zip(indexes, executor.map_array(task, indexes)))
+    except Exception as exc:  # sbatch refused the array: nothing ran
+        if not existed:
+            shutil.rmtree(directory, ignore_errors=True)
+        reason = " ".join(str(exc).split())[-300:]
+        raise LaunchInputError(f"--launcher submitit: the cluster refused the job array ({reason}); nothing was run") from None
     if on_submit:
         on_submit(submitted)
     if not wait:
@@ -235,17 +323,24 @@ def run_submitit(
         ))
     attempts = {i: 1 for i in indexes}
     failed: dict[int, str] = {}
+    resubmitted: list[str] = []
+    next_state_check = time.monotonic() + state_poll_s
     while submitted:
         time.sleep(poll_s)
+        check_states = slurm and time.monotonic() >= next_state_check
+        if check_states:
+            next_state_check = time.monotonic() + state_poll_s
         for index, job in list(submitted.items()):
-            if not job.done():
+            ended = None if job.done() else _ended_without_result(job, check_states)
+            if not job.done() and ended is None:
                 continue
             del submitted[index]
-            error = job.exception()
+            error = ended or _job_error(job)
             if error is None:
                 continue
             if attempts[index] <= max_retries:  # resubmit: the shard resumes from its store
                 attempts[index] += 1
+                resubmitted.append(f"job {index}/{count} resubmitted (attempt {attempts[index]}) after: {' '.join(str(error).split())[-200:]}")
                 submitted[index] = executor.submit(task, index)
                 if on_submit:
                     on_submit({index: submitted[index]})
@@ -266,8 +361,40 @@ def run_submitit(
     statuses = Counter(str(r.get("status")) for r in read_store(directory)[0]) if merged else Counter()
     return SweepResult(
         out=directory, total=size.grid, ran=merged.rows if merged else 0, skipped=0, name=plan.name,
-        statuses=dict(statuses), problems=merged.warnings if merged else [],
+        statuses=dict(statuses), problems=resubmitted + (merged.warnings if merged else []),
     )
 
 
-__all__ = ["run_gpus", "run_submitit", "visible_gpus", "ShardJob", "LaunchError"]
+def _uses_slurm(cluster: str | None) -> bool:
+    """Whether submitit will submit to Slurm: ``cluster="slurm"``, or auto where sbatch is
+    found (submitit's own rule)."""
+    if cluster is not None:
+        return cluster == "slurm"
+    return shutil.which("srun") is not None or shutil.which("sbatch") is not None
+
+
+def _quiet_sacct_warnings() -> None:
+    """submitit warns on every poll when sacct fails (a cluster with no accounting database);
+    the launcher reads job states with scontrol instead, so the warning says nothing useful."""
+    import logging
+
+    logger = logging.getLogger("submitit")
+    if not any(getattr(f, "vitbench", False) for f in logger.filters):
+        class NoSacct(logging.Filter):
+            vitbench = True
+
+            def filter(self, record: logging.LogRecord) -> bool:
+                return "sacct" not in record.getMessage()
+
+        logger.addFilter(NoSacct())
+
+
+def _job_error(job: Any) -> Any:
+    """The job's exception (None when it succeeded); an unreadable outcome is an error too."""
+    try:
+        return job.exception()
+    except Exception as exc:  # noqa: BLE001 - submitit raises several kinds for a job with no result
+        return exc
+
+
+__all__ = ["run_gpus", "run_submitit", "visible_gpus", "check_slurm", "slurm_state", "ShardJob", "LaunchError", "LaunchInputError"]

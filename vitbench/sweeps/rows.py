@@ -176,9 +176,10 @@ def estimate_seconds(plan: SweepPlan, rows: int) -> tuple[float, float]:
     return rows * mean, mean
 
 
-def row_seconds(plan: SweepPlan, store_s: float = 0.004) -> dict[str, float]:
+def row_seconds(plan: SweepPlan, store_s: float = 0.00015) -> dict[str, float]:
     """Estimated seconds per row of each study: the analytic stage timed on the study's first
-    model, plus rough costs of the counters and measured stages and of the store's fsync."""
+    model, plus rough costs of the counters and measured stages and ``store_s``, the rest of a
+    row (building its configuration, writing it with group commit: 0.15 ms measured here)."""
     from vitbench.analytic import complexity
     from vitbench.sweeps.grid import build_config
 

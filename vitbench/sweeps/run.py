@@ -1,7 +1,8 @@
 """Running a plan into a store, in this process: :func:`execute` (and the dry run, :func:`preview`).
 
-Each completed row is appended to the store (and fsynced) before the next configuration starts;
-the CSV export is written at the end and on interruption. ``--resume`` skips ids already in
+Each completed row is written to the store before the next configuration starts (fsynced by
+group commit: :mod:`vitbench.sweeps.store`); the CSV export is written at the end and on
+interruption, after an fsync. ``--resume`` skips ids already in
 the store (the sweep's fingerprint must match the store's), ``--retry-failed`` reruns rows whose
 status is error or oom, ``--shard I/N`` runs one shard. A grid larger than
 :data:`CONFIRM_ABOVE` configurations (or estimated at more than :data:`CONFIRM_ABOVE_S`) needs
@@ -25,6 +26,7 @@ from vitbench.results import Records
 from vitbench.sweeps.grid import Config, Tally, check_valid, iter_configs, tally
 from vitbench.sweeps.plan import SweepPlan, load_sweep_file, plan_from_grid
 from vitbench.sweeps.schema import SweepFileError
+from vitbench.sweeps.store import DEFAULT_SYNC_EVERY, DEFAULT_SYNC_INTERVAL_S
 
 #: Row statuses that ``retry_failed`` reruns on resume.
 FAILED_STATUSES = ("error", "oom")
@@ -161,16 +163,21 @@ def execute(
     on_start: Callable[[int, int], None] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
     on_calibrate: Callable[[str], None] | None = None,
+    sync: str = "interval",
+    sync_interval_s: float = DEFAULT_SYNC_INTERVAL_S,
+    sync_every: int = DEFAULT_SYNC_EVERY,
 ) -> SweepResult:
     """Run ``plan`` (or one shard) into the store at ``directory``: every check first (the
     grid, the devices, the size, the output path), then each row appended as it completes.
     ``compute`` turns configurations into rows (default :func:`run_local`; the GPU pool is
-    another); the store is written here, by this process alone."""
+    another); the store is written here, by this process alone. ``sync`` / ``sync_interval_s``:
+    the store's fsync policy (``always``: one fsync per row)."""
     from vitbench.sweeps.export import check_formats, export_store
     from vitbench.sweeps.rows import check_measured, prepare_predict
-    from vitbench.sweeps.store import Store, stored_ids
+    from vitbench.sweeps.store import Store, check_sync, stored_ids
 
     check_formats(export)
+    check_sync(sync, sync_interval_s, sync_every)
     check_valid(plan)
     devices = check_measured(plan)
     size = tally(plan, shard)
@@ -178,7 +185,7 @@ def execute(
     prepare_predict(plan, on_calibrate)
     with Store.open(
         directory, sweep=sweep_meta(plan, size.grid, shard, devices), resume=resume, force=force,
-        allow_foreign=allow_foreign,
+        allow_foreign=allow_foreign, sync=sync, sync_interval_s=sync_interval_s, sync_every=sync_every,
     ) as store:
         done = {k: s for k, s in store.statuses.items() if not (retry_failed and s in FAILED_STATUSES)}
         counted = tally(plan, shard, done) if done else size
@@ -195,9 +202,11 @@ def execute(
                 if on_row:
                     on_row(row)
         except KeyboardInterrupt:  # perhaps inside a write: count what is on disk
+            _sync_quietly(store)
             _export_quietly(directory, export)
             saved = tally(plan, shard, dict.fromkeys(stored_ids(directory))).done
             raise SweepInterrupted(saved, counted.selected, directory) from None
+        store.flush()
         export_store(directory, directory, export)  # still holding the lock
     return SweepResult(
         out=directory, total=counted.selected, ran=ran, skipped=counted.done, statuses=statuses,
@@ -215,6 +224,15 @@ def run_local(configs: Iterator[Config]) -> Iterator[dict[str, Any]]:
         if delay:
             time.sleep(delay)
         yield runner.row(config)
+
+
+def _sync_quietly(store: Any) -> None:
+    """fsync on interruption: the rows are written already; a failure here only means a power
+    cut could still take the last interval."""
+    try:
+        store.flush()
+    except (VitbenchError, OSError):
+        pass
 
 
 def _export_quietly(directory: Path, formats: Sequence[str]) -> None:
