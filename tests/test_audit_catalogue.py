@@ -205,3 +205,32 @@ def test_cli_exit_codes(capsys, tmp_path):
     assert "## Summary" in report.read_text(encoding="utf-8")
 
 
+
+
+def test_a_stand_in_that_differs_does_not_blame_the_document(tmp_path):
+    """A figure off against a stand-in network (the only one vitbench can count, which may not be
+    the document's) is 'inconclusive', not 'off'; within precision it still holds."""
+    off = GOOD.replace('"3.2 M", value: 3200000', '"3.4 M", value: 3400000').replace('quote: "3.2 M"', 'quote: "3.4 M"')
+    stand_in = "  counted: true\n  stand_in: \"the counted network is an approximation\"\n"
+    [plain] = audit(catalogue=_catalogue(tmp_path, off + "  counted: true\n"), counted=False)
+    [marked] = audit(catalogue=_catalogue(tmp_path, off + stand_in), counted=False)
+    [held] = audit(catalogue=_catalogue(tmp_path, GOOD + stand_in), counted=False)
+    assert plain["verdict"] == "off" and plain["verdict_text"] == "off by +6.4%"
+    assert marked["verdict"] == "inconclusive" and marked["verdict_text"] == "inconclusive (+6.4% on a stand-in)"
+    assert "does not show the document wrong" in marked["explanation"] and "approximation" in marked["explanation"]
+    assert held["verdict"] == "holds"
+    with pytest.raises(CatalogueError, match="stand_in=.*on a counted claim"):
+        load_catalogue(_catalogue(tmp_path, GOOD + "  stand_in: \"why\"\n"))
+
+
+def test_the_shipped_coatnet_claim_is_inconclusive_not_off():
+    """timm's coatnet_3_224 stands in for the paper's CoAtNet-3 (168M): its count, taken here from
+    the module timm builds, is 0.6% lower, which does not make the document wrong."""
+    timm = pytest.importorskip("timm")
+    import torch
+
+    with torch.device("meta"):
+        expected = sum(p.numel() for p in timm.create_model("coatnet_3_224").parameters())
+    [record] = audit(["ch-coatnet-3"])
+    assert record["counted"] == expected
+    assert record["verdict"] == "inconclusive" and "stand-in" in record["verdict_text"]

@@ -534,3 +534,13 @@ def test_report_lists_models_without_a_formula_with_their_source(tmp_path, monke
     agreement = {r["model"]: r for r in csv.DictReader(open(tmp_path / "rep" / "tables" / "agreement.csv"))}
     mobile = agreement["torchvision:mobilenet_v3_small"]
     assert mobile["fvcore_macs"] == mobile["dispatch_macs"] and mobile["agree"] == "yes"
+
+
+@pytest.mark.parametrize("reference", ["hf:siglip2_vision", "hf:Siglip2VisionModel", "hf:siglip2"])
+def test_hf_siglip2_is_recognised_and_refused_with_its_reason(reference):
+    """SigLIP 2's vision tower takes pre-cut patches, a padding mask and spatial shapes (NaFlex),
+    not an image tensor: named in the alias table, it was always refused with 'has no
+    image_size'; now it is recognised and refused for what it is."""
+    pytest.importorskip("transformers")
+    with pytest.raises(SpecError, match=r"pre-cut patches .*NaFlex.*\(batch, channels, height, width\)"):
+        resolve(reference)

@@ -26,7 +26,7 @@ CATALOGUE = Path(__file__).resolve().parents[1] / "data" / "claims.yaml"
 _CLAIM_FIELDS = {
     "id", "source", "quote", "model", "spec", "overrides", "batch_size", "quantity", "of",
     "versus", "convention", "stated", "tolerance", "tolerance_note", "formula", "omits",
-    "alternatives", "counted", "reason", "device", "assumed",
+    "alternatives", "counted", "reason", "stand_in", "device", "assumed",
 }
 _CONFIG_FIELDS = {"model", "spec", "overrides", "batch_size", "of"}
 _TEXT_KIND_CONVENTIONS = {
@@ -301,6 +301,9 @@ def _check_counted(where: str, raw: dict[str, Any]) -> Counted | None:
 def _check_flags(where: str, raw: dict[str, Any], family: str) -> None:
     if family == "none" and not raw.get("reason"):
         raise CatalogueError(where, "reason", None, "a not_checkable claim needs a reason")
+    stand_in = raw.get("stand_in")
+    if stand_in is not None and (not isinstance(stand_in, str) or not stand_in.strip() or not raw.get("counted")):
+        raise CatalogueError(where, "stand_in", stand_in, "must be the reason (text) why the counted model may differ from the document's, on a counted claim")
 
 
 def _claim(raw: Any, index: int, seen: set[str]) -> Claim:
@@ -319,7 +322,7 @@ def _claim(raw: Any, index: int, seen: set[str]) -> Claim:
         target=target, versus=versus, convention=raw.get("convention"), stated=stated,
         tolerance=_check_tolerance(where, raw), tolerance_note=raw.get("tolerance_note"),
         formula=raw.get("formula"), omits=_check_omits(where, raw), alternatives=alternatives,
-        counted=_check_counted(where, raw), reason=raw.get("reason"),
+        counted=_check_counted(where, raw), reason=raw.get("reason"), stand_in=raw.get("stand_in"),
         device=_check_device(where, raw, quantity), assumed=_check_assumed(where, raw),
     )
 

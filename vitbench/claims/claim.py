@@ -103,6 +103,7 @@ class Claim:
     alternatives: tuple[AlternativeReading, ...] = ()
     counted: Counted | None = None
     reason: str | None = None
+    stand_in: str | None = None  # why the counted network may not be the document's
     device: str | None = None
     assumed: tuple[tuple[str, str], ...] = ()
 

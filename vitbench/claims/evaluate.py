@@ -143,6 +143,13 @@ def _judge(claim: Claim, record: dict[str, Any], counted: bool, cache: Cache, to
                          f"{value}{extras(claim, right, tol, truncation=False)}{assumed}."),
         )
         return
+    if claim.stand_in:
+        record.update(
+            verdict="inconclusive", verdict_text=f"inconclusive ({format_pct(pct)} on a stand-in)",
+            explanation=(f"{stated.text} differs by {format_pct(pct)} from {value}; that network is a stand-in "
+                         f"({claim.stand_in}), so the difference does not show the document wrong{assumed}."),
+        )
+        return
     record.update(
         verdict="off", verdict_text=f"off by {format_pct(pct)}",
         explanation=f"{stated.text} is off by {format_pct(pct)}: {value}{extras(claim, right, tol)}{assumed}.",

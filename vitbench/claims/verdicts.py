@@ -6,9 +6,12 @@ without loading the catalogue code):
     wrong convention  it matches a different reading of the same quantity: MACs labelled FLOPs,
                       MiB labelled MB, the attention matmuls without the projections, the patches
                       without the CLS token, ... (the record says which, and the right figure)
+    inconclusive      the only network vitbench can count for it is a stand-in (an implementation
+                      that may differ from the document's network, the catalogue says why), and
+                      its figure differs: the document is not shown wrong
     needs a GPU       a figure about a GPU (throughput, GPU memory) and no CUDA measurement
     not checkable     vitbench has no model for it; the catalogue gives the reason
     error             recomputing failed (a bug or a missing module); the message says why
 """
 
-VERDICTS = ("holds", "off", "wrong convention", "needs a GPU", "not checkable", "error")
+VERDICTS = ("holds", "off", "wrong convention", "inconclusive", "needs a GPU", "not checkable", "error")

@@ -19,7 +19,7 @@ def register(subparsers) -> None:
         description="Recompute every numerical claim of the source documents (catalogue: "
         "vitbench/data/claims.yaml) with vitbench's analytic model, and counted on the built "
         "module where a claim asks, and give a verdict: holds, off by X%, wrong convention (with "
-        "the right figure), needs a GPU, not checkable. Conventions: MAC = multiply-accumulate, "
+        "the right figure), inconclusive (a stand-in network differs), needs a GPU, not checkable. Conventions: MAC = multiply-accumulate, "
         "FLOPs = 2 x MACs; MB = 10^6 bytes, MiB = 2^20 bytes.",
     )
     parser.add_argument("--claim", nargs="+", action="extend", metavar="ID", dest="claims",

@@ -36,8 +36,9 @@ _VERDICTS = (
     "Verdicts: **holds**; **off by X%** (stated minus recomputed, in % of recomputed); **wrong "
     "convention** (the figure matches another reading, within 2%: MACs labelled FLOPs, the "
     "attention matmuls without the projections, the patches without the CLS token, ...; the "
-    "right figure is given); **needs a GPU** (GPU throughput or memory: `vitbench audit --measure` "
-    "on a CUDA machine); **not checkable** (vitbench has no model for it)."
+    "right figure is given); **inconclusive** (the only network vitbench can count is a stand-in "
+    "that may differ from the document's, and its figure differs); **needs a GPU** (GPU "
+    "throughput or memory: `vitbench audit --measure` on a CUDA machine); **not checkable** (vitbench has no model for it)."
 )
 
 

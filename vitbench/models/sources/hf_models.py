@@ -22,8 +22,13 @@ from vitbench.models.target import input_size_of, no_network, require, unknown
 ALIASES = {
     "clip_vision": "clip_vision_model",
     "siglip_vision": "siglip_vision_model",
-    "siglip2_vision": "siglip2_vision_model",
+    "siglip2_vision": "siglip2_vision_model",  # recognised, then refused (NOT_IMAGE_INPUT)
     "aimv2_vision": "aimv2_vision_model",
+}
+#: vision encoders whose input is not one image tensor: refused with the reason
+NOT_IMAGE_INPUT = {
+    "siglip2_vision_model": "takes pre-cut patches with a padding mask and their spatial shapes (NaFlex), not an image tensor",
+    "siglip2": "is an image-text model whose vision tower takes pre-cut patches with a padding mask and their spatial shapes (NaFlex), not an image tensor",
 }
 #: vitbench override field -> candidate config fields (the first the config has wins)
 CONFIG_FIELDS = {
@@ -67,6 +72,8 @@ def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[s
     arch = model_type(name, MODEL_MAPPING_NAMES)
     if arch is None:
         raise unknown(reference, "transformers model type", [*MODEL_MAPPING_NAMES, *ALIASES], "hf:")
+    if arch in NOT_IMAGE_INPUT:
+        raise SpecError("model", reference, f"{NOT_IMAGE_INPUT[arch]}; vitbench measures models that take (batch, channels, height, width)")
     config_class = CONFIG_MAPPING[arch]
     defaults = config_class()
     if not hasattr(defaults, "image_size"):
