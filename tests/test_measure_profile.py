@@ -172,18 +172,37 @@ def test_configurations_the_memory_model_rules_out_are_refused_without_running()
     assert capped["params"] == complexity(TINY, 1).params and capped["macs"] == complexity(TINY, 4096).macs
 
 
+class _DataDependent:
+    """A module whose forward reads a tensor's value (``float(x.mean())``): it cannot be traced
+    on fake tensors, so no memory plan covers it."""
+
+    @staticmethod
+    def build():
+        import torch
+        from torch import nn
+
+        class Scaled(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv, self.head = nn.Conv2d(3, 32, 4, stride=4), nn.Linear(32 * 8 * 8, 10)
+
+            def forward(self, x):
+                x = self.conv(x) * (1.0 + 0.0 * float(x.mean()))
+                return self.head(torch.flatten(torch.nn.functional.gelu(x), 1))
+
+        module = Scaled()
+        module.image_size = 32
+        return module
+
+
 @pytest.mark.slow
 @in_fresh_process
 def test_auto_batch_size_search_without_a_memory_model():
-    # a live module no spec describes: no memory model covers it, so doubling then bisection
-    # under the cap
-    from torch import nn
-
-    module = nn.Sequential(nn.Conv2d(3, 32, 4, stride=4), nn.GELU(), nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
-    module.image_size = 32
+    # a module no spec describes and no trace can follow: doubling then bisection under the cap
+    module = _DataDependent.build()
     r = measure(module, RunSettings(**{**FAST, "batch_size": "auto", "memory_limit_bytes": 32 * 2**20, "max_batch_size": 8192}))
     assert r["status"] == "ok", (r["error"], r.get("auto_probes"), r.get("auto_attempts"), r.get("threads"))
-    assert r["batch_size_auto"] is True and r["auto_method"] == "search"
+    assert r["batch_size_auto"] is True and r["auto_method"] == "search" and r["batch_size_plan"] is None
     probes = dict((b, ok) for b, ok in r["auto_probes"])
     found = max(b for b, ok in probes.items() if ok)
     assert probes.get(found + 1) is False  # doubling, then bisection pinned the edge
@@ -193,6 +212,29 @@ def test_auto_batch_size_search_without_a_memory_model():
     assert best == found or (best < found and any("did not fit when measured" in w for w in r["warnings"]))
     assert r["throughput_img_s"] == pytest.approx(best / r["latency_p50_s"])
     assert r["peak_memory_bytes"] <= 32 * 2**20  # verified against the cap
+
+
+@in_fresh_process
+def test_auto_batch_size_of_a_model_without_a_formula_starts_from_its_traced_plan():
+    """A model no formula covers gets the batch `vitbench plan` traces for it (issue: five
+    identical runs of a traced model chose 91, 59, 84, 85 and 104 by searching under a noisy cap,
+    while plan said 117): the start is the plan, the same every run; a step down is said."""
+    import vitbench
+    from torch import nn
+
+    module = nn.Sequential(nn.Conv2d(3, 32, 4, stride=4), nn.GELU(), nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
+    module.image_size = 32
+    cap = 32 * 2**20
+    [planned] = vitbench.plan_records([module], memory_bytes=cap, mode="infer")
+    rows = [measure(module, RunSettings(**{**FAST, "batch_size": "auto", "memory_limit_bytes": cap, "max_batch_size": 8192}))
+            for _ in range(2)]
+    for r in rows:
+        assert r["status"] == "ok", r["error"]
+        assert r["auto_method"] == "plan" and r["auto_probes"] == []
+        assert r["batch_size_plan"] == planned["max_batch_size"] > 1
+        assert r["auto_attempts"][0][0] == planned["max_batch_size"]  # measured first at the plan
+        assert r["batch_size"] == planned["max_batch_size"] or any("did not fit when measured" in w for w in r["warnings"])
+        assert r["peak_memory_bytes"] <= cap
 
 
 def test_profile_splits_settings_from_spec_overrides():

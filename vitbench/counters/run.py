@@ -45,6 +45,35 @@ def _fresh_for_fvcore(target: Target):
     return build_uninitialized(target.spec if target.source in ("preset", "spec") else target)
 
 
+def _too_big_to_execute(target: Target) -> str | None:
+    """Why fvcore must not build this model for real (its parameters would take more than half
+    of the memory available now: an 8-billion-parameter language model behind an image encoder
+    was OOM-killed there), or None."""
+    module = _light(target)
+    seen: set[int] = set()
+    need = 0
+    for param in module.parameters():
+        if id(param) not in seen:
+            seen.add(id(param))
+            need += param.numel() * param.element_size()
+    available = _available_memory()
+    if available is not None and need > available // 2:
+        return f"its parameters ({need / 1e9:.1f} GB) would take more than half of the memory available ({available / 1e9:.1f} GB)"
+    return None
+
+
+def _available_memory() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes (None where there is none)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 def run_dispatch(target: Target, batch_size: int) -> tuple[Any, int, str | None]:
     """(DispatchCount, parameters of the module, note or None)."""
     import torch
@@ -61,6 +90,9 @@ def run_dispatch(target: Target, batch_size: int) -> tuple[Any, int, str | None]
             return dispatch_count(module, (torch.empty(shape, device="meta"),), state=state), params, None
         except Exception as exc:  # data-dependent shapes, tensors the constructor left on the CPU
             reason = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
+        too_big = None if target.module is not None else _too_big_to_execute(target)
+        if too_big:
+            raise RuntimeError(f"the model cannot run on the meta device ({reason}), and running it for real is refused: {too_big}")
         real = module if target.module is not None and not _on_meta(module) else _fresh_for_fvcore(target).eval()
         device = _device_of(real)
         counted = dispatch_count(real, (torch.zeros(shape, device=device),))
@@ -78,6 +110,10 @@ def run_fvcore(
 
     if target.module is not None and _on_meta(target.module):
         return None, None, "fvcore skipped: the module's parameters are on the meta device (fvcore executes the model)"
+    if target.module is None:
+        too_big = _too_big_to_execute(target)
+        if too_big:
+            return None, None, f"fvcore skipped: it executes the model, and {too_big}; the dispatch count stands"
     module = target.module if target.module is not None else _fresh_for_fvcore(target)
     shape = (batch_size, *target.input_size)
     with _eval_mode(module):

@@ -42,15 +42,25 @@ def predicted_peak(target, settings: RunSettings, batch_size: int) -> int | None
 
 
 def planned_batch(target, settings: RunSettings, budget_bytes: int) -> int | None:
-    """The largest batch whose predicted peak fits ``budget_bytes`` (0: not even one image);
-    None without a memory model."""
-    if target.spec is None:
-        return None
+    """The largest batch whose predicted peak fits ``budget_bytes`` (0: not even one image):
+    the memory replay of a spec, else the step traced on fake tensors (any model, as
+    ``vitbench plan`` does), so that ``--batch-size auto`` starts from the same number every
+    run; None when neither covers the model (then the batch is searched for under the cap)."""
     from vitbench.analytic.memory import predicted_max_batch
+    from vitbench.analytic.memory.planner import largest_batch
+    from vitbench.counters.memory_trace import trace_target
 
+    if target.spec is not None:
+        try:
+            planned = predicted_max_batch(target.spec, int(budget_bytes), settings)
+        except Exception:
+            planned = None
+        if planned is not None:
+            return planned
+    resolved = getattr(target, "target", target)  # a measure.target.Measured wraps the Target
     try:
-        return predicted_max_batch(target.spec, int(budget_bytes), settings)
-    except Exception:
+        return largest_batch(trace_target(resolved, settings.mode, settings.precision, settings.optimizer), int(budget_bytes))
+    except Exception:  # the model cannot be traced: searched for instead
         return None
 
 

@@ -80,6 +80,9 @@ def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[s
         vision = next((alias for alias, target in ALIASES.items() if target == f"{arch}_vision_model"), None)
         hint = f"; did you mean hf:{vision} (its image encoder)?" if vision else ""
         raise SpecError("model", reference, f"is not a vision encoder ({config_class.__name__} has no image_size){hint}")
+    if not isinstance(getattr(defaults, "num_channels", None), int):
+        raise SpecError("model", reference, f"is not an image encoder vitbench can feed ({config_class.__name__} has no num_channels: "
+                        "its input is not a (batch, channels, height, width) image)")
     known = defaults.to_dict()
 
     def config_field(field: str) -> str | None:
