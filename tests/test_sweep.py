@@ -179,3 +179,41 @@ def test_model_references_resolve_through_the_one_resolution(tmp_path):
     assert rows[224]["params"] == rows[160]["params"] == expected == 11_689_512
     # MACs scale with the pixels (stride-32 feature maps: 7x7 at 224 px, 5x5 at 160 px), the head aside
     assert rows[224]["status"] == "ok" and rows[160]["macs"] < rows[224]["macs"]
+
+
+def test_configurations_whose_12_digit_ids_collide_are_all_kept(tmp_path, capsys):
+    """Two of these 8 configurations shared the first 48 bits of their SHA-1 (the old id): the
+    sweep said 7 configurations and wrote 7 rows. Ids are now 128 bits: all 8 are rows."""
+    from vitbench.sweeps.grid import ID_DIGITS
+
+    argv = ["--model", "mnist-vit", "--depth", "5,91", "--embed-dim", "672,616", "--mlp-ratio", "726,703"]
+    assert main(["sweep", *argv, "--out", str(tmp_path / "s"), "-q"]) == 0
+    rows = read_store(tmp_path / "s")[0]
+    assert len(rows) == 8 and len({r["id"] for r in rows}) == 8 and {len(r["id"]) for r in rows} == {ID_DIGITS}
+    assert len({r["id"][:12] for r in rows}) == 7  # the collision the 12-digit ids had
+    assert main(["sweep", *argv, "--dry-run"]) == 0
+    assert capsys.readouterr().out.strip().endswith("8 configurations")
+
+
+def test_a_store_of_12_digit_ids_resumes_with_12_digit_ids(tmp_path):
+    """A store an earlier vitbench wrote (12-digit ids, no id_hex_digits in sweep.json) resumes
+    without running its rows again or mixing id lengths."""
+    from vitbench.sweeps.grid import iter_configs
+    from vitbench.sweeps.rows import Runner
+    from vitbench.sweeps.run import sweep_meta
+    from vitbench.sweeps.store import Store
+
+    grid = {"img_size": [32, 64, 96], "depth": [1, 2]}
+    plan = plan_from_grid(["cifar-vit/4"], grid)
+    runner = Runner()
+    meta = sweep_meta(plan, 6, None)
+    with Store.open(tmp_path / "old", sweep=meta) as store:
+        for config in list(iter_configs(plan, digits=12))[:4]:
+            store.add(runner.row(config))
+    before = {r["id"]: r for r in read_store(tmp_path / "old")[0]}
+    result = sweep(models=["cifar-vit/4"], grid=grid, out=tmp_path / "old", resume=True)
+    assert (result.skipped, result.ran) == (4, 2)
+    rows = read_store(tmp_path / "old")[0]
+    assert len(rows) == 6 and {len(r["id"]) for r in rows} == {12}
+    kept = [r for r in rows if r["id"] in before]
+    assert len(kept) == 4 and all(r == before[r["id"]] for r in kept)  # not run again

@@ -6,7 +6,9 @@ study x modes x precisions. A grid field a model does not have is skipped for th
 Nothing is materialised: :func:`iter_configs` yields one :class:`Config` at a time and
 :func:`count_configs` counts a 10^6-point grid in seconds, holding only the set of ids seen.
 
-A configuration's ``id`` (12 hex digits: the start of a SHA-1) hashes what determines its row,
+A configuration's ``id`` (32 hex digits: the first 128 bits of a SHA-1, so that two different
+configurations never share one: at 10^7 configurations the chance is 10^-25; stores written
+before kept 12 digits, and a sweep resumed into one keeps using them) hashes what determines its row,
 as the text ``SPEC_KEY + "\n" + SETTINGS``: SPEC_KEY is :func:`vitbench.specs.spec_key` of the
 spec (the preset's with the overrides applied; a reference's name and overrides), SETTINGS the
 compact, key-sorted JSON of the batch size, the stages, the counters (counters stage) and the
@@ -37,6 +39,10 @@ from vitbench.settings import RunSettings
 from vitbench.specs import format_overrides, key_data, omitted_from_key, parse_field_value, spec_fields
 from vitbench.sweeps.plan import Study, SweepPlan, measure_identity
 from vitbench.sweeps.schema import SweepFileError
+
+#: hex digits of a configuration id (128 bits); LEGACY_ID_DIGITS: stores of vitbench <= 0.x
+ID_DIGITS = 32
+LEGACY_ID_DIGITS = 12
 
 
 @dataclass(frozen=True)
@@ -224,10 +230,10 @@ def _settings(study: Study) -> list[tuple[int, str | None, str | None, bytes]]:
 
 
 def _points(plan: SweepPlan, keys_only: bool = False) -> Iterator[Any]:
-    """(id digest, study, model grid, grid values, batch, mode, precision), de-duplicated, in
-    grid order (only the digests with ``keys_only``). The id is the first 6 bytes (12 hex
-    digits) of SHA-1(identity + settings text); with several settings per combination the
-    identity's hash state is computed once and copied for each.
+    """(SHA-1 digest, study, model grid, grid values, batch, mode, precision), de-duplicated,
+    in grid order (only the digests with ``keys_only``). The digest is SHA-1(identity +
+    settings text), the id its first ``digits`` hex digits; with several settings per
+    combination the identity's hash state is computed once and copied for each.
 
     Within one model's grid the points are distinct by construction (each axis holds distinct
     normalized values, and the settings are distinct), so a plan of one model in one study
@@ -251,17 +257,18 @@ def _points(plan: SweepPlan, keys_only: bool = False) -> Iterator[Any]:
                         if full in seen:
                             continue
                         add(full)
-                    key = full[:6]
-                    yield key if keys_only else (key, study, grid, values, batch, mode, precision)
+                    yield full if keys_only else (full, study, grid, values, batch, mode, precision)
 
 
-def iter_configs(plan: SweepPlan, shard: tuple[int, int] | None = None) -> Iterator[Config]:
-    """The grid (or one shard of it) in deterministic order, one configuration at a time."""
+def iter_configs(plan: SweepPlan, shard: tuple[int, int] | None = None, digits: int | None = None) -> Iterator[Config]:
+    """The grid (or one shard of it) in deterministic order, one configuration at a time, with
+    ids of ``digits`` hex digits (default :data:`ID_DIGITS`)."""
+    digits = digits or ID_DIGITS
     for index, (key, study, grid, values, batch, mode, precision) in enumerate(_points(plan)):
         if shard is not None and index % shard[1] != shard[0] - 1:
             continue
         yield Config(
-            index=index, id=key.hex(), study=study.name, model=grid.model, overrides=tuple(zip(grid.names, values)), batch_size=batch,
+            index=index, id=key.hex()[:digits], study=study.name, model=grid.model, overrides=tuple(zip(grid.names, values)), batch_size=batch,
             stages=study.stages, counters=study.counters, mode=mode, precision=precision,
             measure=study.measure if study.per_step else None,
         )
@@ -281,18 +288,28 @@ class Tally:
 
 
 def tally(plan: SweepPlan, shard: tuple[int, int] | None = None, done: Mapping[str, Any] | None = None) -> Tally:
-    """Count the grid, the shard and what the store already holds, in one streaming pass."""
+    """Count the grid, the shard and what the store already holds (ids of any length: a store
+    of an earlier vitbench has 12-digit ids), in one streaming pass."""
     if not done and shard is None:
         grid = sum(1 for _ in _points(plan, keys_only=True))
         return Tally(grid, grid, 0)
-    done_keys = {bytes.fromhex(k) for k in (done or {}) if len(k) == 12}
+    lengths = {len(k) for k in (done or {}) if len(k) % 2 == 0}
+    done_keys = {bytes.fromhex(k) for k in (done or {}) if len(k) in lengths and _is_hex(k)}
     grid = selected = already = 0
     for index, key in enumerate(_points(plan, keys_only=True)):
         grid += 1
         if shard is None or index % shard[1] == shard[0] - 1:
             selected += 1
-            already += key in done_keys
+            already += any(key[: n // 2] in done_keys for n in lengths)
     return Tally(grid, selected, already)
+
+
+def _is_hex(text: str) -> bool:
+    try:
+        bytes.fromhex(text)
+    except ValueError:
+        return False
+    return True
 
 
 def study_sizes(plan: SweepPlan) -> dict[str, int]:

@@ -174,7 +174,8 @@ def execute(
     the store's fsync policy (``always``: one fsync per row)."""
     from vitbench.sweeps.export import check_formats, export_store
     from vitbench.sweeps.rows import check_measured, prepare_predict
-    from vitbench.sweeps.store import Store, check_sync, stored_ids
+    from vitbench.sweeps.grid import ID_DIGITS
+    from vitbench.sweeps.store import Store, check_sync, stored_id_digits, stored_ids
 
     check_formats(export)
     check_sync(sync, sync_interval_s, sync_every)
@@ -183,15 +184,16 @@ def execute(
     size = tally(plan, shard)
     confirm_size(plan, size.selected, yes)
     prepare_predict(plan, on_calibrate)
+    digits = ID_DIGITS if force else (stored_id_digits(directory) or ID_DIGITS)
     with Store.open(
-        directory, sweep=sweep_meta(plan, size.grid, shard, devices), resume=resume, force=force,
+        directory, sweep={**sweep_meta(plan, size.grid, shard, devices), "id_hex_digits": digits}, resume=resume, force=force,
         allow_foreign=allow_foreign, sync=sync, sync_interval_s=sync_interval_s, sync_every=sync_every,
     ) as store:
         done = {k: s for k, s in store.statuses.items() if not (retry_failed and s in FAILED_STATUSES)}
         counted = tally(plan, shard, done) if done else size
         if on_start:
             on_start(counted.selected - counted.done, counted.done)
-        todo = (c for c in iter_configs(plan, shard) if c.id not in done)
+        todo = (c for c in iter_configs(plan, shard, digits) if c.id not in done)
         statuses: dict[str, int] = {}
         ran = 0
         try:

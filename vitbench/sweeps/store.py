@@ -493,6 +493,26 @@ def stream_latest(path: Path, *, single_definition: bool = True) -> tuple[list[s
     return names, in_file_order() if in_order and single_definition else by_offset(), problems
 
 
+def stored_id_digits(directory: str | os.PathLike) -> int | None:
+    """How many hex digits the ids of the store at ``directory`` have (its sweep.json says, else
+    its first valid record; a store of an earlier vitbench has 12): a sweep resumed into it
+    keeps that length. None when there is no store or no record."""
+    directory = Path(directory)
+    try:
+        digits = (read_definition(directory).get("sweep") or {}).get("id_hex_digits")
+    except StoreError:
+        digits = None
+    if isinstance(digits, int) and not isinstance(digits, bool) and 8 <= digits <= 40:
+        return digits
+    path = directory / ROWS_NAME
+    if not path.is_file():
+        return None
+    for _, _, _, row in scan(path):
+        if row is not None and isinstance(row.get("id"), str):
+            return len(row["id"])
+    return None
+
+
 def stored_ids(directory: str | os.PathLike) -> set[str]:
     """The ids of the valid records in a store (what a reader finds on disk now)."""
     path = Path(directory) / ROWS_NAME
@@ -555,4 +575,4 @@ def store_info(path: str | os.PathLike) -> dict[str, Any] | None:
     return read_definition(path) if (path / DEFINITION_NAME).exists() else None
 
 
-__all__ = ["SYNC_POLICIES", "check_sync", "fs_error", "Store", "StoreError", "StoreBusyError", "read_store", "store_info", "is_store", "now_iso", "check_path"]
+__all__ = ["stored_id_digits", "SYNC_POLICIES", "check_sync", "fs_error", "Store", "StoreError", "StoreBusyError", "read_store", "store_info", "is_store", "now_iso", "check_path"]
