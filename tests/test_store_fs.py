@@ -103,3 +103,29 @@ def test_a_real_write_refused_by_the_kernel_mid_sweep(tmp_path):
     rows, info = read_store(out)
     assert len(rows) == saved >= 1 and info["problems"] == []  # no torn line left behind
     assert (out / "rows.jsonl").stat().st_size <= 5000
+
+
+@pytest.mark.parametrize("name", [".lock", "rows.jsonl", "rows.damaged.jsonl"])
+def test_the_store_never_writes_through_a_symlink(name, tmp_path):
+    """A symlink planted in a store (its .lock, rows.jsonl, rows.damaged.jsonl) is refused in
+    one line; the file it points to is never truncated, overwritten or appended to."""
+    from vitbench.sweeps.store import Store, StoreError
+
+    out = tmp_path / "store"
+    with Store.open(out) as store:
+        store.add({"id": "a", "status": "ok"})
+    if name == "rows.damaged.jsonl":  # the damaged-record file is written when a bad line is set aside
+        with open(out / "rows.jsonl", "ab") as handle:
+            handle.write(b'{"id":"torn"\n')
+    target = tmp_path / "precious.txt"
+    target.write_text("precious\n")
+    link = out / name
+    if link.exists():
+        if name == "rows.jsonl":
+            target.write_bytes(link.read_bytes())  # the same rows, behind a link
+        link.unlink()
+    link.symlink_to(target)
+    before = target.read_bytes()
+    with pytest.raises(StoreError, match="symlink"):
+        Store.open(out, resume=True).close()
+    assert target.read_bytes() == before and link.is_symlink()

@@ -41,3 +41,8 @@ class UnknownModelError(VitbenchError, KeyError):
 
 class InputFileError(VitbenchError):
     """A results, sweep or baseline file that is missing, unreadable or of the wrong schema."""
+
+
+class OutputFileError(VitbenchError):
+    """An output path vitbench must not or cannot write: not a regular file (a device, a FIFO,
+    a socket, a folder, a symlink), or a folder that is missing, read-only or denied."""

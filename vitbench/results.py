@@ -67,22 +67,70 @@ class Records(list):
         return None
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write to a temporary file in the same folder, fsync, then rename over ``path``: a reader
-    (or a crash) sees the old file or the new one, never half of one."""
+def check_output_path(path: str | os.PathLike, field: str = "file") -> Path:
+    """``path`` if vitbench may write it: absent or a regular file (never a device node, FIFO,
+    socket, folder or symlink: replacing /dev/null with a file would break the machine), in a
+    folder that exists or can be made and is writable. Checked before any work is done;
+    raises :class:`OutputFileError` (exit code 2) naming ``field``."""
+    import stat
+
+    from vitbench.errors import OutputFileError
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OutputFileError(f"{field}={str(path)!r}: cannot be written ({exc.strerror or exc.__class__.__name__})") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        kind = ("a folder" if stat.S_ISDIR(st.st_mode) else "a symlink" if stat.S_ISLNK(st.st_mode)
+                else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device")
+        raise OutputFileError(f"{field}={str(path)!r}: is {kind}, not a regular file; vitbench writes only regular files")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise OutputFileError(f"{field}={str(path)!r}: {str(folder)!r} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputFileError(f"{field}={str(path)!r}: the folder {str(folder)!r} is not writable")
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, field: str = "file") -> None:
+    """Write to a temporary file in the same folder, fsync, then rename over ``path``: a reader
+    (or a crash) sees the old file or the new one, never half of one. The file gets the usual
+    permissions (0666 less the umask), not the temporary file's 0600. Only a regular file is
+    ever replaced (:func:`check_output_path`); a file-system failure is one
+    :class:`OutputFileError` naming ``field``."""
+    from vitbench.errors import OutputFileError
+
+    path = check_output_path(path, field)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OutputFileError(f"{field}={str(path)!r}: cannot be written ({exc.strerror or exc.__class__.__name__})") from None
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        check_output_path(path, field)  # still not replaced by something else meanwhile
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise OutputFileError(f"{field}={str(path)!r}: cannot be written ({exc.strerror or exc.__class__.__name__})") from None
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _csv_cell(value: Any) -> str:

@@ -76,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "handler", None):
             parser.print_help()
             return 2
+        if getattr(args, "output", None):  # before any work: profile must not measure, then fail
+            from vitbench.results import check_output_path
+
+            check_output_path(args.output, "--output")
         return int(args.handler(args) or 0)
     except UsageError as exc:
         error(str(exc))

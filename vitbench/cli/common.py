@@ -107,7 +107,7 @@ def emit(args: argparse.Namespace, records, columns=None) -> None:
     if getattr(args, "output", None):
         from vitbench.results import atomic_write_text
 
-        atomic_write_text(args.output, text if text.endswith("\n") else text + "\n")
+        atomic_write_text(args.output, text if text.endswith("\n") else text + "\n", field="--output")
     else:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
 

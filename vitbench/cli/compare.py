@@ -79,7 +79,7 @@ def run(args) -> int:
     if args.output:
         from vitbench.results import atomic_write_text
 
-        atomic_write_text(args.output, text)
+        atomic_write_text(args.output, text, field="--output")
     else:
         sys.stdout.write(text)
     return result.exit_code

@@ -75,8 +75,10 @@ def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
     they come), fsync it, rename it over ``path``, fsync the folder: a crash leaves the old
     file or the new one, never half of one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    with contextlib.suppress(FileNotFoundError):  # left by a killed process with this pid
+        os.unlink(tmp)
+    try:  # a new file of our own: never through a symlink planted under the temporary name
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
         try:
             for chunk in (data,) if isinstance(data, (bytes, bytearray)) else data:
                 write_all(fd, chunk)

@@ -46,6 +46,7 @@ import contextlib
 import errno
 import json
 import os
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -64,6 +65,7 @@ CSV_NAME = "results.csv"
 PARQUET_NAME = "results.parquet"
 LEGACY_SIDECAR = "results.json"
 LOCK_NAME = ".lock"
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # every file the store writes: never through a symlink
 #: ``interval``: group commit (fsync every ``sync_interval_s`` or ``sync_every`` records);
 #: ``always``: one fsync per record
 SYNC_POLICIES = ("interval", "always")
@@ -87,7 +89,7 @@ def now_iso() -> str:
 
 
 def fs_error(action: str, path: Path, exc: OSError, saved: int | None, directory: Path) -> StoreError:
-    reason = exc.strerror or exc.__class__.__name__
+    reason = "it is a symlink; vitbench writes only regular files" if exc.errno == errno.ELOOP else exc.strerror or exc.__class__.__name__
     hint = {errno.ENOSPC: "free some space", errno.EDQUOT: "free some space", errno.EROFS: "use a writable --out"}.get(exc.errno or 0, "fix the path")
     if saved is None:
         return StoreError(f"out={str(directory)!r}: cannot {action} {path.name} ({reason}); nothing was run")
@@ -265,10 +267,16 @@ class Store:
     def _open_rows(self) -> None:
         created = not self.rows_path.exists()
         try:
-            self._fd = os.open(self.rows_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self._fd = os.open(self.rows_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | NOFOLLOW, 0o644)
             self._size = os.fstat(self._fd).st_size
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise StoreError(f"out={str(self.directory)!r}: {ROWS_NAME} is a symlink; vitbench appends only to a regular file") from None
             raise fs_error("open", self.rows_path, exc, None, self.directory) from None
+        if not stat.S_ISREG(os.fstat(self._fd).st_mode):
+            os.close(self._fd)
+            self._fd = None
+            raise StoreError(f"out={str(self.directory)!r}: {ROWS_NAME} is not a regular file; vitbench appends only to a regular file")
         if created:
             fsync_dir(self.directory)
 
@@ -279,9 +287,11 @@ class Store:
             return
         path = self.directory / LOCK_NAME
         for _ in range(3):
-            try:
-                handle = open(path, "a+")  # noqa: SIM115 - held until close()
+            try:  # never through a symlink: its target would be truncated and overwritten
+                handle = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | NOFOLLOW, 0o644), "r+")  # noqa: SIM115 - held until close()
             except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise StoreError(f"out={str(self.directory)!r}: {LOCK_NAME} is a symlink; remove it (vitbench writes only regular files)") from None
                 raise fs_error("create", path, exc, None, self.directory) from None
             try:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -391,10 +401,12 @@ class Store:
         the good ones (atomically): the only time the store rewrites its rows."""
         good = b"".join(raw for _, _, raw, row in scan(self.rows_path, self.decode) if row is not None and "id" in row)
         try:
-            with open(self.directory / DAMAGED_NAME, "ab") as handle:
-                handle.write(b"".join(d if d.endswith(b"\n") else d + b"\n" for d in damaged))
-                handle.flush()
-                os.fsync(handle.fileno())
+            fd = os.open(self.directory / DAMAGED_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND | NOFOLLOW, 0o644)
+            try:
+                write_all(fd, b"".join(d if d.endswith(b"\n") else d + b"\n" for d in damaged))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         except OSError as exc:
             raise fs_error("write", self.directory / DAMAGED_NAME, exc, self.saved, self.directory) from None
         self._replace(self.rows_path, good)

@@ -1,0 +1,68 @@
+"""`-o` writes only regular files, with the usual permissions, and refuses anything else in one
+line (exit 2) before any work is done (issue: `-o ./n` turned a device node into a regular file;
+as root, `-o /dev/null` would break the machine; outputs were created 0600)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from vitbench.cli import main
+
+
+def _refused(capsys, argv, *fragments) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and all(f in err[0] for f in fragments), err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character device needs root")
+def test_a_device_node_is_refused_and_left_alone(tmp_path, capsys):
+    node = tmp_path / "n"
+    os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    _refused(capsys, ["analyze", "mnist-vit", "--format", "csv", "-o", str(node)], "--output=", "is a device, not a regular file")
+    assert stat.S_ISCHR(os.lstat(node).st_mode)
+
+
+def test_a_fifo_a_folder_and_a_symlink_are_refused(tmp_path, capsys):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    _refused(capsys, ["analyze", "mnist-vit", "-o", str(fifo)], "is a FIFO")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    _refused(capsys, ["plan", "mnist-vit", "-o", str(tmp_path)], "is a folder")
+    target = tmp_path / "elsewhere.csv"
+    target.write_text("keep me\n")
+    (tmp_path / "link.csv").symlink_to(target)
+    _refused(capsys, ["analyze", "mnist-vit", "-o", str(tmp_path / "link.csv")], "is a symlink")
+    assert target.read_text() == "keep me\n" and (tmp_path / "link.csv").is_symlink()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
+def test_a_read_only_folder_is_refused(tmp_path, capsys):
+    folder = tmp_path / "ro"
+    folder.mkdir(mode=0o500)
+    _refused(capsys, ["analyze", "mnist-vit", "-o", str(folder / "x.csv")], "is not writable")
+
+
+def test_outputs_get_the_umask_permissions_not_0600(tmp_path, capsys):
+    old = os.umask(0o022)
+    try:
+        assert main(["analyze", "mnist-vit", "--format", "csv", "-o", str(tmp_path / "x.csv")]) == 0
+        assert main(["compare", str(tmp_path / "x.csv"), str(tmp_path / "x.csv"), "-o", str(tmp_path / "c.md")]) == 0
+    finally:
+        os.umask(old)
+    for name in ("x.csv", "c.md"):
+        assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == 0o644, name
+
+
+def test_profile_checks_its_output_before_measuring(tmp_path):
+    # --min-time 60 would take a minute: refused at once, the subprocess never gets near its timeout
+    done = subprocess.run(
+        [sys.executable, "-m", "vitbench", "profile", "mnist-vit", "--min-time", "60", "--runs", "1", "-o", str(tmp_path)],
+        capture_output=True, text=True, timeout=45,
+    )
+    assert done.returncode == 2 and "is a folder" in done.stderr and len(done.stderr.strip().splitlines()) == 1
