@@ -209,3 +209,35 @@ def test_bad_measure_flags_exit_2(tmp_path, capsys, flags):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"argument {flags[0]}" in err[0]
     assert not (tmp_path / "o").exists()  # refused before any run
+
+
+def test_an_interrupted_rerun_leaves_the_previous_report_whole(tmp_path):
+    """A second `vitbench report` stopped part-way (issue: at 50 of 67 rows it left rows.jsonl
+    with 50 rows, results.json deleted and report.md describing the old run) changes nothing in
+    the report folder; --resume finishes the new one and swaps it in."""
+    from vitbench.sweeps.run import SweepInterrupted
+
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nmodels: [cifar-vit/4]\ngrid: {img_size: [32, 64, 96, 128], depth: [1, 2, 3]}\n")
+    out = tmp_path / "rep"
+    report(path, out, plots=False)
+    files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    before = {p: (out / p).read_bytes() for p in files}
+    assert {"report.md", "results.json", "rows.jsonl"} <= {str(p) for p in files}
+
+    seen = []
+
+    def stop_after_five(row):
+        seen.append(row)
+        if len(seen) == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(SweepInterrupted):
+        report(path, out, plots=False, on_row=stop_after_five)
+    assert sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file()) == files
+    assert all((out / p).read_bytes() == data for p, data in before.items())  # byte for byte
+
+    result = report(path, out, plots=False, resume=True)
+    assert result.out == out and result.report == out / "report.md" and result.rows == 12
+    assert result.sweep.skipped == 5 and result.sweep.ran == 7  # the interrupted run's rows kept
+    assert not (tmp_path / ".rep.building").exists() and not (tmp_path / ".rep.old").exists()

@@ -62,12 +62,22 @@ def report(
         plan = apply_overrides(load_sweep_file(path), measure=changes, rename=lambda key: "--" + key.rsplit(".", 1)[-1])
         default_out = DEFAULT_OUT if source is None else Path("reports") / plan.name
         out_dir = Path(out) if out is not None else default_out
+        _recover_swap(out_dir)
         _check_rerun(out_dir, plan.name, resume=resume, force=force)
-        result = sweep(plan, out=out_dir, resume=resume, force=not resume, on_start=on_start, on_row=on_row)
-        records, info = _read(out_dir)
-        _write_json(records, out_dir)
+        # Built aside and swapped in when complete: an interrupted or failed rerun leaves the
+        # previous report whole (its rows, results.json and report.md), never half of each.
+        staging = _staging(out_dir)
+        if resume and not staging.exists() and out_dir.exists():
+            import shutil
+
+            shutil.copytree(out_dir, staging, symlinks=True)
+        result = sweep(plan, out=staging, resume=resume and staging.exists(), force=not resume, on_start=on_start, on_row=on_row)
+        records, info = _read(staging)
+        _write_json(records, staging)
         command = command or _command(source, out_dir, default_out, changes)
-        return render_report(records, out_dir, sidecar=info, command=command, plots=plots, sweep_result=result)
+        built = render_report(records, staging, sidecar=info, command=command, plots=plots, sweep_result=result)
+        _swap_in(staging, out_dir)
+        return _moved(built, staging, out_dir)
     if not (path.is_dir() or path.suffix.lower() in (".csv", ".json")):
         raise InputFileError(
             f"source={str(source)!r}: not a results store, results CSV/JSON or sweep file (.yaml/.toml)"
@@ -81,6 +91,46 @@ def report(
     _copy_results(path, records, out_dir, force=force)
     command = command or _command(source, out_dir, default_out, {})
     return render_report(records, out_dir, sidecar=info, command=command, plots=plots)
+
+
+def _staging(out: Path) -> Path:
+    """Where a report of ``out`` is built before it replaces ``out``."""
+    return out.parent / f".{out.name}.building"
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """Replace ``out`` with the complete ``staging`` folder: out -> .NAME.old, staging -> out,
+    then .NAME.old removed (a crash between the renames is repaired by :func:`_recover_swap`)."""
+    import shutil
+
+    old = out.parent / f".{out.name}.old"
+    if old.exists():
+        shutil.rmtree(old)
+    if out.exists():
+        os.replace(out, old)
+    os.replace(staging, out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _recover_swap(out: Path) -> None:
+    """A swap cut between its two renames left ``out`` missing and .NAME.old whole: put it back."""
+    old = out.parent / f".{out.name}.old"
+    if not out.exists() and old.is_dir():
+        os.replace(old, out)
+
+
+def _moved(result: ReportResult, staging: Path, out: Path) -> ReportResult:
+    """The result's paths, from the staging folder to ``out``."""
+    from dataclasses import replace
+
+    def move(path: Path) -> Path:
+        try:
+            return out / Path(path).relative_to(staging)
+        except ValueError:
+            return Path(path)
+
+    return replace(result, out=out, report=move(result.report), plots=[move(p) for p in result.plots],
+                   tables=[move(p) for p in result.tables])
 
 
 def _read(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
