@@ -108,7 +108,9 @@ def parquet_bytes(records: Sequence[dict[str, Any]], info: dict[str, Any]) -> by
         try:
             array = pa.array(values)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-            array = pa.array([None if v is None else json.dumps(v) if not isinstance(v, str) else v for v in values], pa.string())
+            array = _wide_integers(pa, values)
+            if array is None:
+                array = pa.array([None if v is None else json.dumps(v) if not isinstance(v, str) else v for v in values], pa.string())
         arrays.append(array)
         names.append(key)
     table = pa.Table.from_arrays(arrays, names=names)
@@ -116,6 +118,21 @@ def parquet_bytes(records: Sequence[dict[str, Any]], info: dict[str, Any]) -> by
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     return sink.getvalue().to_pybytes()
+
+
+def _wide_integers(pa: Any, values: list[Any]) -> Any:
+    """A column of integers beyond int64 (MACs of a huge grid point) as numbers still: uint64
+    when none is negative and all fit, else decimal(38, 0); None when that is not the case."""
+    import decimal
+
+    ints = [v for v in values if v is not None]
+    if not ints or not all(isinstance(v, int) and not isinstance(v, bool) for v in ints):
+        return None
+    if min(ints) >= 0 and max(ints) < 2**64:
+        return pa.array(values, pa.uint64())
+    if max(abs(v) for v in ints) < 10**38:
+        return pa.array([None if v is None else decimal.Decimal(v) for v in values], pa.decimal128(38, 0))
+    return None
 
 
 __all__ = ["EXPORTS", "check_formats", "export_store", "csv_bytes", "parquet_bytes"]

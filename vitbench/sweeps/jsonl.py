@@ -58,15 +58,17 @@ def decode_record(line: bytes) -> dict[str, Any] | None:
 
 
 def scan(path: Path, decode: Any = None) -> Iterator[tuple[int, int, bytes, dict[str, Any] | None]]:
-    """(line number, byte offset, raw line, row or None if damaged) for every line; a last line
-    without its newline (a torn write) is yielded as damaged."""
+    """(line number, byte offset, raw line, row or None if damaged) for every line but blank
+    ones (an empty line, or only whitespace: nothing was lost there, so it is no damaged
+    record); a last line without its newline (a torn write) is yielded as damaged."""
     decode = decode or decode_record
     offset = 0
     with open(path, "rb") as handle:
         for number, line in enumerate(handle, 1):
             complete = line.endswith(b"\n")
             body = line[:-1] if complete else line
-            yield number, offset, line, decode(body) if complete else None
+            if body.strip():
+                yield number, offset, line, decode(body) if complete else None
             offset += len(line)
 
 

@@ -109,7 +109,16 @@ class SweepPlan:
     @property
     def fingerprint(self) -> str:
         """sha256 (first 16 hex digits) of the definition: the studies' models, grid, batch
-        sizes, stages, counters and measure settings; not the name, description or out."""
+        sizes, stages, counters and measure settings; not the names (of the sweep or of its
+        studies: ``--name`` renames a sweep without making its store foreign), description or out."""
+        identities = [{k: v for k, v in s.identity().items() if k != "name"} for s in self.studies]
+        text = json.dumps(identities, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def legacy_fingerprint(self) -> str:
+        """The fingerprint as vitbench computed it before study names were left out: a store
+        written then still resumes."""
         text = json.dumps([s.identity() for s in self.studies], sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 

@@ -252,7 +252,7 @@ def sweep_meta(plan: SweepPlan, grid_size: int | None, shard: tuple[int, int] | 
     from vitbench import __version__
 
     return {
-        "fingerprint": plan.fingerprint, "name": plan.name, "source": plan.source,
+        "fingerprint": plan.fingerprint, "legacy_fingerprint": plan.legacy_fingerprint, "name": plan.name, "source": plan.source,
         "description": plan.description, "grid_size": grid_size,
         "shard_index": shard[0] if shard else None, "shard_count": shard[1] if shard else None,
         "studies": [s.name for s in plan.studies], "definition": [s.identity() for s in plan.studies],

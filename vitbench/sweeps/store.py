@@ -234,7 +234,7 @@ class Store:
 
     def _check_definition(self, previous: dict[str, Any], sweep: dict[str, Any]) -> None:
         known = previous.get("fingerprints") or [previous.get("fingerprint")]
-        if sweep["fingerprint"] not in known:
+        if sweep["fingerprint"] not in known and sweep.get("legacy_fingerprint") not in known:
             name = (previous.get("sweep") or {}).get("name", "?")
             raise StoreError(
                 f"out={str(self.directory)!r}: holds rows of another sweep definition ({name}, fingerprint "
@@ -252,7 +252,7 @@ class Store:
         fingerprints = list(previous.get("fingerprints") or [])
         if sweep.get("fingerprint") and sweep["fingerprint"] not in fingerprints:
             fingerprints.append(sweep["fingerprint"])
-        meta = {k: v for k, v in sweep.items() if k not in ("fingerprint", "environment")}
+        meta = {k: v for k, v in sweep.items() if k not in ("fingerprint", "legacy_fingerprint", "environment")}
         return {
             "format": FORMAT, "schema_version": SCHEMA_VERSION,
             "comment": f"vitbench results store: {ROWS_NAME} holds one checksummed JSON record per configuration",
@@ -424,11 +424,43 @@ def read_definition(directory: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise StoreError(f"file={str(path)!r}: not a store definition (top level is not an object)")
     version = data.get("schema_version", SCHEMA_VERSION)
-    if isinstance(version, int) and version > SCHEMA_VERSION:
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise StoreError(f"file={str(path)!r}: schema_version={version!r}: must be a whole number (this vitbench writes {SCHEMA_VERSION})")
+    if version > SCHEMA_VERSION:
         raise StoreError(
             f"file={str(path)!r}: schema_version {version} is newer than this vitbench reads ({SCHEMA_VERSION}); upgrade vitbench"
         )
+    for key, kind, what in DEFINITION_TYPES:
+        value = data.get(key)
+        if value is not None and not (isinstance(value, kind) and not isinstance(value, bool)):
+            raise StoreError(f"file={str(path)!r}: {key}={_short(value)}: must be {what}")
+    fingerprints = data.get("fingerprints") or []
+    if not all(isinstance(f, str) for f in fingerprints):
+        raise StoreError(f"file={str(path)!r}: fingerprints={_short(fingerprints)}: must be a list of strings")
+    for key, kind, what in SWEEP_TYPES:
+        value = (data.get("sweep") or {}).get(key)
+        if value is not None and not (isinstance(value, kind) and not isinstance(value, bool)):
+            raise StoreError(f"file={str(path)!r}: sweep.{key}={_short(value)}: must be {what}")
     return data
+
+
+#: members of sweep.json and their types (absent or null is allowed: an earlier vitbench)
+DEFINITION_TYPES = (
+    ("fingerprint", str, "a string"), ("fingerprints", list, "a list of strings"), ("sweep", dict, "an object"),
+    ("environment", dict, "an object"), ("created_at", str, "a string"), ("updated_at", str, "a string"),
+)
+
+
+SWEEP_TYPES = (
+    ("name", str, "a string"), ("grid_size", int, "a whole number"), ("shard_index", int, "a whole number"),
+    ("shard_count", int, "a whole number"), ("definition", list, "a list"), ("id_hex_digits", int, "a whole number"),
+)
+
+
+def _short(value: Any) -> str:
+    from vitbench.errors import shown
+
+    return shown(value, 80)
 
 
 def is_store(path: str | os.PathLike) -> bool:
