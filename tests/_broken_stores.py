@@ -70,3 +70,52 @@ def merge_without_definition_check(sources, out, **kw):
         return merge_module.merge(sources, out, **kw)
     finally:
         merge_module.check_definitions = saved
+
+
+class KeepsTemporaries(Store):
+    """Leaves the temporary files a kill left between a write and its rename."""
+
+    def _clean_temporaries(self):
+        pass
+
+
+def latest_rows_keeping_first(path):
+    """A reader that keeps the FIRST valid record of each id (a retried configuration would
+    keep its failure)."""
+    from vitbench.sweeps.jsonl import scan
+
+    kept, columns = {}, {}
+    for _, _, _, row in scan(path):
+        if row is None or "id" not in row:
+            continue
+        row.pop(CRC_KEY, None)
+        columns.update(dict.fromkeys(row))
+        kept.setdefault(str(row["id"]), row)
+    return [{c: r.get(c) for c in columns} for r in kept.values()], []
+
+
+def scan_accepting_unterminated(path, decode=None):
+    """A scanner that believes a last line without its newline (the next append is glued to it)."""
+    from vitbench.sweeps.jsonl import decode_record
+
+    decode = decode or decode_record
+    offset = 0
+    with open(path, "rb") as handle:
+        for number, line in enumerate(handle, 1):
+            body = line[:-1] if line.endswith(b"\n") else line
+            if body.strip():
+                yield number, offset, line, decode(body)
+            offset += len(line)
+
+
+def no_directory_fsync(directory):
+    """Never fsyncs a folder: a new or renamed file may vanish with a power cut."""
+
+
+def never_prefer(kept, row):
+    """Merge conflicts keep the first row, even a failed one against an ok one."""
+    return False
+
+
+def no_export_on_interrupt(directory, formats):
+    """Ctrl-C leaves no results.csv."""

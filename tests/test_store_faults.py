@@ -1,7 +1,10 @@
 """Fault tests of the results store, and proof that they can fail: each check passes on the real
 store and FAILS on a store with one safety mechanism removed (tests/_broken_stores.py): a
 missing fsync, no repair of a truncated record, no checksum (a flipped byte), no fingerprint
-check on resume, no definition check on merge, a non-atomic rewrite."""
+check on resume, no definition check on merge, a non-atomic rewrite; and (issue "hardening")
+a reader keeping the first record of an id, temporaries left behind, no CSV export on
+interrupt, an unterminated record accepted, merge conflicts not preferring ok rows, no fsync of
+the folder."""
 
 from __future__ import annotations
 
@@ -29,6 +32,11 @@ BIG = 1_438_384_128  # the MACs the issue's truncated CSV kept as 1438
 class Variant:
     store: type = Store
     merge: Callable[..., Any] = merge
+    patches: tuple[tuple[str, Any], ...] = ()  # ("module.attribute", broken replacement)
+
+    def apply(self, monkeypatch) -> None:
+        for target, replacement in self.patches:
+            monkeypatch.setattr(target, replacement)
 
 
 def _row(i: int, **extra) -> dict:
@@ -162,6 +170,95 @@ def check_a_kill_inside_a_rewrite_loses_no_row(variant: Variant, tmp_path: Path,
         assert set(store.statuses) == {f"id{i}" for i in range(4)}
 
 
+def check_the_last_record_of_an_id_wins(variant: Variant, tmp_path: Path, monkeypatch) -> None:
+    """--retry-failed appends a new record for a failed id: readers and resume must keep it."""
+    variant.apply(monkeypatch)
+    with variant.store.open(tmp_path) as store:
+        store.add(_row(0, status="error"))
+        store.add(_row(1))
+        store.add(_row(0))  # the retry succeeded
+    [first, _] = read_store(tmp_path)[0]
+    assert first["id"] == "id0" and first["status"] == "ok"
+    with variant.store.open(tmp_path, resume=True) as store:
+        assert store.statuses["id0"] == "ok"
+
+
+def check_temporaries_left_by_a_kill_are_removed(variant: Variant, tmp_path: Path, monkeypatch) -> None:
+    variant.apply(monkeypatch)
+    with variant.store.open(tmp_path) as store:
+        store.add(_row(0))
+    for name in (".rows.jsonl.999.tmp", ".results.csv.999.tmp", ".sweep.json.999.tmp"):
+        (tmp_path / name).write_bytes(b"half")
+    variant.store.open(tmp_path, resume=True).close()
+    assert sorted(p.name for p in tmp_path.glob(".*.tmp")) == []
+
+
+def check_an_interrupt_exports_the_rows_saved(variant: Variant, tmp_path: Path, monkeypatch) -> None:
+    from vitbench.sweeps import sweep
+    from vitbench.sweeps.run import SweepInterrupted
+
+    variant.apply(monkeypatch)
+    seen = []
+
+    def on_row(row):
+        seen.append(row)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    try:
+        sweep(models=["cifar-vit/4"], grid={"depth": [1, 2, 3, 4]}, out=tmp_path / "s", on_row=on_row)
+    except SweepInterrupted:
+        pass
+    csv = tmp_path / "s" / "results.csv"
+    assert csv.exists() and len(csv.read_text().splitlines()) == 1 + 2
+
+
+def check_an_unterminated_last_record_is_set_aside(variant: Variant, tmp_path: Path, monkeypatch) -> None:
+    """A last record with a valid checksum but no newline (a write cut before its last byte):
+    the next append would be glued to it; it is set aside and run again instead."""
+    variant.apply(monkeypatch)
+    with variant.store.open(tmp_path) as store:
+        for i in range(3):
+            store.add(_row(i))
+    rows = tmp_path / "rows.jsonl"
+    rows.write_bytes(rows.read_bytes()[:-1])
+    with variant.store.open(tmp_path, resume=True) as store:
+        assert "id2" not in store.statuses
+        store.add(_row(2))
+        store.add(_row(3))
+    assert _rows(tmp_path) == [f"id{i}" for i in range(4)]
+
+
+def check_a_merge_prefers_the_ok_row(variant: Variant, tmp_path: Path, monkeypatch) -> None:
+    variant.apply(monkeypatch)
+    for name, status in (("failed", "error"), ("fine", "ok")):
+        with Store.open(tmp_path / name, sweep={"fingerprint": "a" * 16, "grid_size": 1}) as store:
+            store.add(_row(0, status=status))
+    for order in (["failed", "fine"], ["fine", "failed"]):
+        variant.merge([tmp_path / o for o in order], tmp_path / "m", force=True)
+        assert [r["status"] for r in read_store(tmp_path / "m")[0]] == ["ok"], order
+
+
+def check_new_files_are_made_durable_in_their_folder(variant: Variant, tmp_path: Path, monkeypatch) -> None:
+    """A new rows.jsonl, and every file renamed into place, needs an fsync of its folder, or a
+    power cut can lose the file whatever was fsynced inside it."""
+    import stat as stat_module
+
+    variant.apply(monkeypatch)
+    folders: list[int] = []
+    real = os.fsync
+
+    def fsync(fd):
+        real(fd)
+        if stat_module.S_ISDIR(os.fstat(fd).st_mode):
+            folders.append(os.fstat(fd).st_ino)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with variant.store.open(tmp_path / "new") as store:
+        store.add(_row(0))
+    assert os.stat(tmp_path / "new").st_ino in folders
+
+
 CHECKS = {
     "power cut": check_acknowledged_rows_survive_a_power_cut,
     "truncated record": check_a_truncated_record_is_detected_reported_and_recomputed,
@@ -169,6 +266,12 @@ CHECKS = {
     "foreign definition": check_a_foreign_definition_is_refused_on_resume,
     "mismatched shards": check_shards_of_different_sweeps_are_refused_on_merge,
     "kill in a rewrite": check_a_kill_inside_a_rewrite_loses_no_row,
+    "last record wins": check_the_last_record_of_an_id_wins,
+    "temporaries removed": check_temporaries_left_by_a_kill_are_removed,
+    "export on interrupt": check_an_interrupt_exports_the_rows_saved,
+    "unterminated record": check_an_unterminated_last_record_is_set_aside,
+    "merge prefers ok": check_a_merge_prefers_the_ok_row,
+    "folder fsync": check_new_files_are_made_durable_in_their_folder,
 }
 
 #: fault -> (the broken store, the check that must catch it)
@@ -179,6 +282,18 @@ FAULTS = {
     "foreign definition on resume": (Variant(store=broken.NoFingerprintCheck), "foreign definition"),
     "mismatched shards on merge": (Variant(merge=broken.merge_without_definition_check), "mismatched shards"),
     "non-atomic write": (Variant(store=broken.InPlaceReplace), "kill in a rewrite"),
+    "reader keeps the first record of an id": (
+        Variant(patches=(("vitbench.sweeps.store.latest_rows", broken.latest_rows_keeping_first),)), "last record wins"),
+    "temporaries left behind": (Variant(store=broken.KeepsTemporaries), "temporaries removed"),
+    "no CSV export on interrupt": (
+        Variant(patches=(("vitbench.sweeps.run._export_quietly", broken.no_export_on_interrupt),)), "export on interrupt"),
+    "unterminated record accepted": (
+        Variant(patches=(("vitbench.sweeps.store.scan", broken.scan_accepting_unterminated),)), "unterminated record"),
+    "merge keeps a failed row over an ok one": (
+        Variant(patches=(("vitbench.sweeps.merging._prefer", broken.never_prefer),)), "merge prefers ok"),
+    "no fsync of the folder": (
+        Variant(patches=(("vitbench.sweeps.store.fsync_dir", broken.no_directory_fsync),
+                         ("vitbench.sweeps.jsonl.fsync_dir", broken.no_directory_fsync))), "folder fsync"),
 }
 
 

@@ -101,6 +101,12 @@ def coverage(rows: Sequence[dict[str, Any]], infos: Sequence[tuple[str, dict[str
     return missing, [f"{missing} of {size} configurations of the grid are in none of the sources"]
 
 
+def _prefer(kept: dict[str, Any], row: dict[str, Any]) -> bool:
+    """Whether ``row`` replaces ``kept`` (the same id from an earlier source): an ``ok`` row
+    wins over one that failed; otherwise the first stays."""
+    return kept.get("status") != "ok" and row.get("status") == "ok"
+
+
 def merge(
     sources: Sequence[str | os.PathLike], out: str | os.PathLike, *, force: bool = False,
     allow_foreign: bool = False, export: Sequence[str] = ("csv",),
@@ -128,7 +134,7 @@ def merge(
             key = str(row["id"])
             if key in kept:
                 if _comparable(kept[key]) != _comparable(row):
-                    replace = kept[key].get("status") != "ok" and row.get("status") == "ok"
+                    replace = _prefer(kept[key], row)
                     warnings.append(
                         f"id {key} ({row.get('model', '?')}): different rows in {origin[key]} and {source}; "
                         f"kept the one from {source if replace else origin[key]}"

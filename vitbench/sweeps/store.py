@@ -130,8 +130,8 @@ class Store:
     """An open store: :meth:`add` appends one record (written when it returns; fsynced by group
     commit, or before it returns with ``sync="always"``).
 
-    The methods ``_append``, ``_sync``, ``_replace``, ``_recover``, ``_check_definition`` and
-    ``decode`` are the store's safety mechanisms (the fault tests replace each with a broken one
+    The methods ``_append``, ``_sync``, ``_replace``, ``_recover``, ``_check_definition``,
+    ``_clean_temporaries`` and ``decode`` are the store's safety mechanisms (the fault tests replace each with a broken one
     and check that the tests notice)."""
 
     decode = staticmethod(decode_record)
@@ -228,7 +228,11 @@ class Store:
         self.info = self._definition(previous, sweep)
         self._replace(self.definition_path, (json.dumps(self.info, indent=1, sort_keys=True, default=str) + "\n").encode())
         self._open_rows()
-        for tmp in self.directory.glob(".*.tmp"):  # left by a kill between write and rename
+        self._clean_temporaries()
+
+    def _clean_temporaries(self) -> None:
+        """Remove temporary files a kill left between a write and its rename."""
+        for tmp in self.directory.glob(".*.tmp"):
             with contextlib.suppress(OSError):
                 tmp.unlink()
 
