@@ -51,6 +51,7 @@ def analyze(
     if unknown:
         raise SpecError("counters", ",".join(unknown), f"must be among {', '.join(COUNTERS)}")
     from vitbench.counters import count_record
+    from vitbench.counters.limits import CountingRefused
 
     records = Records()
     for target in resolve_models(models, overrides, input_size=input_size):
@@ -63,6 +64,8 @@ def analyze(
                 record.update(count_record(target, batch_size, traced, record))
         except (KeyboardInterrupt, SystemExit):
             raise
+        except CountingRefused as exc:  # too large to trace: said from the analytic size, nothing built
+            record.update(status="refused", error=str(exc).split(": ", 1)[-1])
         except Exception as exc:  # noqa: BLE001 - one model's failure is its row, not the command's
             record.update(status="error", error=f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500])
         fill_counted(record)

@@ -56,7 +56,8 @@ def run(args) -> int:
                     and (c != "macs_source" or any(r.get(c) != "analytic" for r in records))]
     emit(args, records, columns)
     failed = [r for r in records if r.get("status") == "error"]
-    for row in failed:
+    refused = [r for r in records if r.get("status") == "refused"]
+    for row in failed + refused:
         import sys
 
         print(f"vitbench: error: {row['model']}: {row['error']}", file=sys.stderr)
@@ -72,4 +73,4 @@ def run(args) -> int:
             # plus LayerNorm/BatchNorm at 4-5 per element.
             table = counted.fvcore_table.replace("#flops", "#fvcore flops (MACs + norms)")
             sys.stdout.write(f"\n{target.label}: fvcore per-module table (fvcore counts one MAC as one 'flop')\n{table}\n")
-    return 3 if failed else 0
+    return 3 if failed else 2 if refused else 0

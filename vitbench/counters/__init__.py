@@ -82,6 +82,11 @@ def count_detailed(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
         raise SpecError("batch_size", batch_size, "must be a positive integer")
     target = resolve(model, input_size=input_size)
+    from vitbench.counters.limits import CountingRefused, counting_refusal
+
+    refusal = counting_refusal(target, batch_size, counters)
+    if refusal:
+        raise CountingRefused(f"{target.label}: {refusal}")
     result: dict[str, Any] = {"model": target.label, "batch_size": batch_size}
     warnings: list[str] = []
     if "dispatch" in counters:

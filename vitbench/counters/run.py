@@ -63,15 +63,9 @@ def _too_big_to_execute(target: Target) -> str | None:
 
 
 def _available_memory() -> int | None:
-    """MemAvailable of /proc/meminfo in bytes (None where there is none)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        return None
-    return None
+    from vitbench.counters.limits import available_memory
+
+    return available_memory()
 
 
 def run_dispatch(target: Target, batch_size: int) -> tuple[Any, int, str | None]:

@@ -52,6 +52,8 @@ class Runner:
         return out
 
     def row(self, config: Config) -> dict[str, Any]:
+        from vitbench.counters.limits import CountingRefused
+
         started = time.perf_counter()
         identity = {
             "id": config.id, "index": config.index, "study": config.study, "model": config.model,
@@ -93,6 +95,8 @@ class Runner:
                 row["status"] = measured.get("status") or "ok"
         except MemoryError:
             row.update(status="oom", error="MemoryError: out of host memory")
+        except CountingRefused as exc:
+            row.update(status="refused", error=str(exc))
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # a failed configuration is a row, never an aborted sweep
