@@ -65,3 +65,28 @@ def test_ids_follow_the_spec_key_when_a_newer_field_is_a_grid_axis():
         text = '%s\n{"batch_size":1,"stages":["analytic"]}' % spec_key(c.spec)
         assert c.id == hashlib.sha1(text.encode()).hexdigest()[:32]
     assert '"reg_tokens"' not in spec_key(configs[0].spec) and '"reg_tokens":4' in spec_key(configs[1].spec)
+
+
+def test_a_one_model_grid_is_counted_arithmetically(monkeypatch, capsys):
+    """10^9 points counted (dry run) and 8 x 10^6 refused without --yes, with no configuration
+    enumerated (issue: the dry run took over 60 s and 1.25 GB, the refusal 41 s and 647 MB)."""
+    from vitbench.cli import main
+    from vitbench.sweeps import grid as grid_module
+
+    real = grid_module._points
+
+    def only_the_first(plan, keys_only=False):  # the listed head may be enumerated, no more
+        for n, point in enumerate(real(plan, keys_only)):
+            if n >= 1000:
+                raise AssertionError("the grid was enumerated to count it")
+            yield point
+
+    monkeypatch.setattr(grid_module, "_points", only_the_first)
+    values = lambda n, start=1: ",".join(str(start + i) for i in range(n))  # noqa: E731
+    argv = ["sweep", "--model", "vit-ti/16", "--depth", values(1000), "--embed-dim", values(1000, 192), "--mlp-ratio", values(1000)]
+    assert main([*argv, "--dry-run"]) == 0
+    assert capsys.readouterr().out.strip().endswith("1000000000 configurations")
+    assert main([*argv[:7], "--shard", "3/7", "--dry-run"]) == 0  # 10^6 points, shard 3 of 7
+    assert capsys.readouterr().out.strip().endswith(f"{len(range(2, 10**6, 7))} configurations")
+    assert main([*argv[:5], "--embed-dim", values(8000, 192), "--out", "unused"]) == 2
+    assert "8,000,000 configurations" in capsys.readouterr().err

@@ -290,9 +290,12 @@ class Tally:
 def tally(plan: SweepPlan, shard: tuple[int, int] | None = None, done: Mapping[str, Any] | None = None) -> Tally:
     """Count the grid, the shard and what the store already holds (ids of any length: a store
     of an earlier vitbench has 12-digit ids), in one streaming pass."""
-    if not done and shard is None:
-        grid = sum(1 for _ in _points(plan, keys_only=True))
-        return Tally(grid, grid, 0)
+    if not done:
+        grid = _arithmetic_size(plan)
+        if grid is None:
+            grid = sum(1 for _ in _points(plan, keys_only=True))
+        selected = grid if shard is None else max(0, (grid - (shard[0] - 1) + shard[1] - 1) // shard[1])
+        return Tally(grid, selected, 0)
     lengths = {len(k) for k in (done or {}) if len(k) % 2 == 0}
     done_keys = {bytes.fromhex(k) for k in (done or {}) if len(k) in lengths and _is_hex(k)}
     grid = selected = already = 0
@@ -302,6 +305,17 @@ def tally(plan: SweepPlan, shard: tuple[int, int] | None = None, done: Mapping[s
             selected += 1
             already += any(key[: n // 2] in done_keys for n in lengths)
     return Tally(grid, selected, already)
+
+
+def _arithmetic_size(plan: SweepPlan) -> int | None:
+    """The grid's size without enumerating it, where that is exact: a plan of one model in one
+    study (its points are distinct by construction; see :func:`_points`), the product of its
+    axes' sizes and its settings. None for several models or studies (duplicates between them
+    are only found by enumerating)."""
+    if sum(len(study.models) for study in plan.studies) != 1:
+        return None
+    [study] = plan.studies
+    return study_sizes(plan)[study.name]
 
 
 def _is_hex(text: str) -> bool:
