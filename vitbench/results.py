@@ -222,6 +222,8 @@ def records_from_json(text: str, where: str) -> tuple[list[Any], dict[str, Any]]
         data = json.loads(text)
     except ValueError as exc:
         raise InputFileError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise InputFileError(f"{where}: not a results document (JSON nested too deeply)") from None
     if isinstance(data, list):
         return data, {}
     if not isinstance(data, dict):
@@ -304,7 +306,7 @@ def _list_or_text(text: str) -> Any:
     if stripped.startswith("[") and stripped.endswith("]"):
         try:
             return json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):
             return text
     return text
 

@@ -154,12 +154,17 @@ def parse_text(text: str, path: Path) -> Any:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise SweepFileError(f"{path}: invalid TOML: {exc}") from None
+        except RecursionError:
+            raise SweepFileError(f"{path}: invalid TOML: nested too deeply") from None
     if path.suffix.lower() not in (".yaml", ".yml"):
         raise SweepFileError(f"file={str(path)!r}: a sweep file must end in .yaml, .yml or .toml")
     import yaml
 
     try:
+        check_yaml_shape(yaml.compose(text, Loader=yaml.SafeLoader), path)
         return yaml.safe_load(text)
+    except RecursionError:
+        raise SweepFileError(f"{path}: invalid YAML: nested too deeply") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
@@ -167,6 +172,52 @@ def parse_text(text: str, path: Path) -> Any:
         raise SweepFileError(f"{path}: invalid YAML at {where}: {problem}") from None
     except yaml.YAMLError as exc:
         raise SweepFileError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
+
+
+#: a sweep file's YAML, expanded: at most this many values and this many levels
+MAX_YAML_VALUES = 1_000_000
+MAX_YAML_DEPTH = 64
+
+
+def check_yaml_shape(root: Any, path: Path) -> None:
+    """Refuse, on the composed node graph (aliases not yet expanded), a document that would
+    expand to more than MAX_YAML_VALUES values (an alias bomb: 539 bytes became gigabytes),
+    nest deeper than MAX_YAML_DEPTH, or repeat a key in a mapping (YAML keeps the last one
+    silently)."""
+    import yaml
+
+    if root is None:
+        return
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        if depth > MAX_YAML_DEPTH:
+            raise SweepFileError(f"{path}: invalid YAML at line {node.start_mark.line + 1}: nested deeper than {MAX_YAML_DEPTH} levels")
+        if isinstance(node, yaml.ScalarNode):
+            sizes[id(node)] = 1
+            continue
+        children = [v for pair in node.value for v in pair] if isinstance(node, yaml.MappingNode) else list(node.value)
+        if not children_done:
+            if isinstance(node, yaml.MappingNode):
+                seen: set[str] = set()
+                for key, _ in node.value:
+                    if isinstance(key, yaml.ScalarNode):
+                        if key.value in seen:
+                            raise SweepFileError(f"{path}: invalid YAML at line {key.start_mark.line + 1}: duplicate key {key.value!r}")
+                        seen.add(key.value)
+            stack.append((node, depth, True))
+            stack.extend((child, depth + 1, False) for child in children if id(child) not in sizes)
+            continue
+        total = 1 + sum(sizes.get(id(child), 1) for child in children)
+        if total > MAX_YAML_VALUES:
+            raise SweepFileError(
+                f"{path}: invalid YAML at line {node.start_mark.line + 1}: expands to more than {MAX_YAML_VALUES:,} values "
+                "(YAML aliases repeating aliases)"
+            )
+        sizes[id(node)] = total
 
 
 # --- validation ------------------------------------------------------------------------------

@@ -95,6 +95,8 @@ class Calibration:
             data = json.loads(text)
         except ValueError as exc:
             raise CalibrationError(f"damaged: not JSON ({exc})") from None
+        except RecursionError:
+            raise CalibrationError("damaged: JSON nested too deeply") from None
         if not isinstance(data, dict):
             raise CalibrationError("damaged: not a JSON object")
         if data.get("schema_version") != SCHEMA_VERSION:
