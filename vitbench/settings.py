@@ -56,6 +56,12 @@ def _positive_number(name: str, value: Any, allow_none: bool = True) -> None:
         raise SpecError(name, value, "must be a positive number")
 
 
+#: the most intra-op threads a run may ask for (libgomp crashed at 100,000)
+MAX_THREADS = 1024
+#: the largest batch size anything accepts (a tensor dimension of 2^31 images is already absurd)
+MAX_BATCH_SIZE = 2**31 - 1
+
+
 @dataclass(frozen=True)
 class RunSettings:
     """How one configuration is measured.
@@ -114,13 +120,14 @@ class RunSettings:
             if getattr(self, name) not in choices:
                 shown = ", ".join("none" if c is None else c for c in choices)
                 raise SpecError(name, getattr(self, name), f"must be one of {shown}")
-        if self.batch_size != "auto" and not (_is_int(self.batch_size) and self.batch_size > 0):
-            raise SpecError("batch_size", self.batch_size, "must be a positive integer or 'auto'")
+        if self.batch_size != "auto" and not (_is_int(self.batch_size) and 0 < self.batch_size <= MAX_BATCH_SIZE):
+            raise SpecError("batch_size", self.batch_size, f"must be a positive integer up to {MAX_BATCH_SIZE:,} or 'auto'")
         for name in ("channels_last", "compile", "memory", "isolate", "memory_check"):
             if not isinstance(getattr(self, name), bool):
                 raise SpecError(name, getattr(self, name), "must be true or false")
-        if self.threads is not None and not (_is_int(self.threads) and self.threads > 0):
-            raise SpecError("threads", self.threads, "must be a positive integer")
+        if self.threads is not None and not (_is_int(self.threads) and 0 < self.threads <= MAX_THREADS):
+            # 100,000 threads crashed libgomp (SIGSEGV) instead of failing
+            raise SpecError("threads", self.threads, f"must be a positive integer up to {MAX_THREADS}")
         if not (_is_int(self.warmup) and self.warmup >= 1):
             raise SpecError("warmup", self.warmup, "must be an integer >= 1")
         if not (_is_int(self.min_samples) and self.min_samples >= 1):

@@ -63,6 +63,21 @@ def build_parser() -> Parser:
     return parser
 
 
+def glue_negative_values(argv: list[str]) -> list[str]:
+    """``--memory -1GiB`` -> ``--memory=-1GiB``: argparse takes a value that starts with '-'
+    and is not a plain number for an option, and answers "expected one argument" instead of
+    saying what is wrong with the value."""
+    import re
+
+    out: list[str] = []
+    for token in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and re.match(r"-\.?\d", token) and not re.fullmatch(r"-\d+(\.\d*)?", token):
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def error(message: str) -> None:
     print(f"vitbench: error: {message}", file=sys.stderr)
 
@@ -72,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = parser.parse_args(glue_negative_values(sys.argv[1:] if argv is None else list(argv)))
         if not getattr(args, "handler", None):
             parser.print_help()
             return 2

@@ -4,6 +4,7 @@ run-setting flags (one vocabulary for every command that measures)."""
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from collections.abc import Iterable
@@ -97,6 +98,16 @@ def positive_int(text: str) -> int:
     return _checked(text, int, "positive integer", lambda v: v > 0, "a positive integer")
 
 
+def batch_size_int(text: str) -> int:
+    from vitbench.settings import MAX_BATCH_SIZE
+
+    return _checked(text, int, "batch size", lambda v: 0 < v <= MAX_BATCH_SIZE, f"a positive integer up to {MAX_BATCH_SIZE:,}")
+
+
+#: sizes above this (1 EiB) are refused: --memory 10^26TiB was accepted
+MAX_SIZE = 2**60
+
+
 def add_format_argument(parser: argparse.ArgumentParser, default: str = "table") -> None:
     parser.add_argument("--format", choices=FORMATS, default=default, help=f"output format (default {default})")
     parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
@@ -149,7 +160,10 @@ def parse_size(text: str) -> int:
             f"invalid memory size {text!r} (a number of bytes, or with a unit: "
             "KiB MiB GiB TiB, KB MB GB TB; e.g. 24GiB)"
         )
-    value = int(float(match.group(1)) * _SIZE_UNITS[unit])
+    number = float(match.group(1))
+    if not math.isfinite(number) or number * _SIZE_UNITS[unit] > MAX_SIZE:
+        raise argparse.ArgumentTypeError(f"invalid memory size {text!r} (more than 1 EiB: no machine has that)")
+    value = int(number * _SIZE_UNITS[unit])
     if value <= 0:
         raise argparse.ArgumentTypeError(f"invalid memory size {text!r} (must be more than 0 bytes)")
     return value
@@ -157,6 +171,10 @@ def parse_size(text: str) -> int:
 
 def positive_float(text: str) -> float:
     return _checked(text, float, "number", lambda v: 0 < v < float("inf"), "a positive number")
+
+
+def non_negative_float(text: str) -> float:
+    return _checked(text, float, "number", lambda v: 0 <= v < float("inf"), "a number >= 0")
 
 
 def choice_list(kind: str, choices: tuple[str, ...]):

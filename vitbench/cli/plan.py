@@ -7,6 +7,7 @@ Predictions come from the analytic memory model (vitbench.analytic.memory, whose
 from __future__ import annotations
 
 from vitbench.cli.common import add_format_argument, add_model_arguments, emit, overrides_from, positive_int
+from vitbench.cli.common import batch_size_int
 from vitbench.cli.common import parse_size as parse_memory
 from vitbench.settings import MODES, OPTIMIZERS, PRECISIONS
 
@@ -37,7 +38,7 @@ def register(subparsers) -> None:
         "--memory", type=parse_memory, metavar="SIZE",
         help="memory budget: 24GiB, 24GB, 25769803776 (bytes); KiB..TiB = 1024^k, KB..TB = 1000^k",
     )
-    parser.add_argument("--batch-size", type=positive_int, help="predict the breakdown at this batch size")
+    parser.add_argument("--batch-size", type=batch_size_int, help="predict the breakdown at this batch size")
     parser.add_argument("--mode", choices=MODES, default="train", help="default train")
     parser.add_argument(
         "--precision", choices=PRECISIONS, default="fp32",

@@ -11,6 +11,7 @@ from vitbench.cli.common import (
     add_override_arguments,
     add_run_arguments,
     field_flag,
+    non_negative_int,
     parse_size,
     positive_int,
     run_settings_from,
@@ -72,7 +73,7 @@ def register(subparsers) -> None:
     launch.add_argument("--cpus-per-job", type=positive_int, metavar="N", help="submitit: CPUs per job")
     launch.add_argument("--mem-per-job", type=parse_size, metavar="SIZE", help="submitit: memory per job (512MiB, 4GB; Slurm gets whole MiB)")
     launch.add_argument("--cluster", choices=("slurm", "local", "debug"), help="submitit: executor (default: slurm when available, else local)")
-    launch.add_argument("--max-retries", type=int, default=2, metavar="N", help="submitit: resubmissions of a failed job (default 2)")
+    launch.add_argument("--max-retries", type=non_negative_int, default=2, metavar="N", help="submitit: resubmissions of a failed job (default 2)")
     launch.add_argument("--no-wait", action="store_true", help="submitit: submit and exit (merge later with vitbench merge)")
     parser.set_defaults(handler=run)
 

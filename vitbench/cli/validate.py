@@ -3,7 +3,7 @@ Exit 1 if not."""
 
 from __future__ import annotations
 
-from vitbench.cli.common import add_format_argument, emit, positive_int
+from vitbench.cli.common import add_format_argument, emit, non_negative_float, positive_int
 
 
 def register(subparsers) -> None:
@@ -22,7 +22,7 @@ def register(subparsers) -> None:
     parser.add_argument("--batch-sizes", default="1,2", help="comma-separated batch sizes (default 1,2)")
     parser.add_argument("--counters", default="fvcore,dispatch", help="fvcore,dispatch (default both)")
     parser.add_argument(
-        "--fvcore-budget", type=float, default=20e9, metavar="MACS",
+        "--fvcore-budget", type=non_negative_float, default=20e9, metavar="MACS",
         help="skip fvcore (which executes the model) above this many MACs per trace (default 2e10)",
     )
     parser.add_argument("--all", action="store_true", help="print every row, not only disagreements")

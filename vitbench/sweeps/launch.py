@@ -79,7 +79,9 @@ def sweep(
         )
     compute = None
     if launcher == "gpus":
-        from vitbench.sweeps.launchers import run_gpus
+        from vitbench.sweeps.launchers import run_gpus, visible_gpus
+
+        visible_gpus((launcher_options or {}).get("gpus"))  # checked before the store is touched
 
         compute = functools.partial(run_gpus, **dict(launcher_options or {}))
     return execute(

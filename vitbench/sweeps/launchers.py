@@ -51,6 +51,9 @@ def visible_gpus(gpus: Sequence[str] | str | None = None) -> list[str]:
         import torch
 
         devices = [str(i) for i in range(torch.cuda.device_count())]
+    bad = [d for d in devices if not (d.isdigit() or d.startswith(("GPU-", "MIG-")))]
+    if bad:
+        raise VitbenchError(f"--gpus={bad[0]!r}: not a GPU: give device indices (0,1) or UUIDs (GPU-..., MIG-...)")
     if not devices:
         raise VitbenchError("--launcher gpus: no GPU is visible (no CUDA device, or CUDA_VISIBLE_DEVICES is empty); name them with --gpus 0,1 or use --launcher local")
     return devices
