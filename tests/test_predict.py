@@ -283,7 +283,10 @@ def test_unknown_device_lists_the_known_ones():
         vitbench.predict("vit-ti/16", device="tpu")
 
 
-def test_damaged_calibration_file_is_refused_and_the_machine_recalibrated(tmp_path, monkeypatch):
+def test_a_calibration_file_asked_for_by_name_and_damaged_is_refused_not_replaced(tmp_path, monkeypatch):
+    """--calibration FILE that cannot be used is the user's mistake: one line naming the file
+    and the reason, exit 2, and no 30-second calibration run in its place."""
+    from vitbench.cli import main
     from vitbench.timemodel import run
 
     monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path / "cache"))
@@ -291,13 +294,10 @@ def test_damaged_calibration_file_is_refused_and_the_machine_recalibrated(tmp_pa
     monkeypatch.setattr(run, "calibrate", lambda device, threads, precisions: calls.append(threads) or synthetic(threads=threads))
     damaged = tmp_path / "cal.json"
     damaged.write_text('{"schema_version": 2, "gemm": ')
-    heard = []
-    [row] = vitbench.predict("mnist-vit", calibration=damaged, threads=1, on_calibrate=heard.append)
-    assert calls == [1] and heard and "calibrating the CPU at 1 thread" in heard[0]
-    assert any("refused (damaged: not JSON" in w and "calibrated this machine instead" in w for w in row["warnings"])
-    # the new calibration is in the cache: the next prediction reads it, no calibration
-    [again] = vitbench.predict("mnist-vit", threads=1)
-    assert calls == [1] and again["pred_latency_s"] == row["pred_latency_s"] and not again["warnings"]
+    with pytest.raises(CalibrationError, match=r"--calibration=.*cal.json.*refused \(damaged: not JSON"):
+        vitbench.predict("mnist-vit", calibration=damaged, threads=1)
+    assert main(["predict", "mnist-vit", "--calibration", str(tmp_path / "missing.json"), "--threads", "1"]) == 2
+    assert calls == []  # nothing calibrated in its place
 
 
 def test_cached_calibration_from_another_torch_is_replaced(tmp_path, monkeypatch):

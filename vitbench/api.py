@@ -47,6 +47,8 @@ def analyze(
     if isinstance(models, str) or not isinstance(models, Iterable) or is_module(models):
         models = [models]
     counters = [counters] if isinstance(counters, str) else list(counters)
+    if not counters:
+        raise SpecError("counters", "", f"give at least one of {', '.join(COUNTERS)}")
     unknown = [c for c in counters if c not in COUNTERS]
     if unknown:
         raise SpecError("counters", ",".join(unknown), f"must be among {', '.join(COUNTERS)}")

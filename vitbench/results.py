@@ -94,6 +94,12 @@ def check_output_path(path: str | os.PathLike, field: str = "file") -> Path:
         raise OutputFileError(f"{field}={str(path)!r}: {str(folder)!r} is not a folder")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise OutputFileError(f"{field}={str(path)!r}: the folder {str(folder)!r} is not writable")
+    try:  # what access() cannot tell (/proc, a read-only mount, a full disk's inodes): try it
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".vitbench-probe.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise OutputFileError(f"{field}={str(path)!r}: cannot write in {str(folder)!r} ({exc.strerror or exc.__class__.__name__})") from None
     return path
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from vitbench.cli.common import add_format_argument, choice_list, emit, positive_int
+from vitbench.cli.common import add_format_argument, choice_list, emit, thread_count
 
 
 def register(subparsers) -> None:
@@ -19,7 +19,7 @@ def register(subparsers) -> None:
         "version, and, with --save FILE, also to FILE to share (predict --calibration FILE).",
     )
     parser.add_argument("--device", default="cpu", metavar="DEVICE", help="cpu (GPUs: predict uses their datasheet; --device cuda is calibrated by the GPU issue's work)")
-    parser.add_argument("--threads", type=positive_int, metavar="N", help="CPU threads (default: all this process may use)")
+    parser.add_argument("--threads", type=thread_count, metavar="N", help="CPU threads (default: all this process may use)")
     parser.add_argument("--precision", type=choice_list("precision", ("fp32", "bf16")), default=["fp32"], metavar="PRECISION", help="fp32 and/or bf16 (comma-separated; default fp32)")
     parser.add_argument("--save", metavar="FILE", help="also write the calibration to FILE")
     add_format_argument(parser)
@@ -37,6 +37,10 @@ def run(args) -> int:
         from vitbench.errors import SpecError
 
         raise SpecError("device", args.device, "only the CPU is calibrated in this version; predict prices GPUs from their datasheet")
+    if args.save:  # checked before the half-minute run, not after it
+        from vitbench.results import check_output_path
+
+        check_output_path(args.save, "--save")
     print(f"vitbench: calibrating the CPU (about 30 s)", file=sys.stderr, flush=True)
     calibration = calibrate("cpu", args.threads, tuple(args.precision))
     paths = [save(calibration)]

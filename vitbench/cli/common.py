@@ -98,6 +98,12 @@ def positive_int(text: str) -> int:
     return _checked(text, int, "positive integer", lambda v: v > 0, "a positive integer")
 
 
+def thread_count(text: str) -> int:
+    from vitbench.settings import MAX_THREADS
+
+    return _checked(text, int, "thread count", lambda v: 0 < v <= MAX_THREADS, f"a positive integer up to {MAX_THREADS}")
+
+
 def batch_size_int(text: str) -> int:
     from vitbench.settings import MAX_BATCH_SIZE
 
@@ -197,9 +203,11 @@ def batch_sizes(text: str) -> list:
         if part == "auto":
             values.append("auto")
             continue
+        from vitbench.settings import MAX_BATCH_SIZE
+
         number = int(part) if part.isdigit() else 0
-        if number <= 0:
-            raise argparse.ArgumentTypeError(f"invalid batch size {part!r}: a positive integer or 'auto'")
+        if not 0 < number <= MAX_BATCH_SIZE:
+            raise argparse.ArgumentTypeError(f"invalid batch size {part!r}: a positive integer up to {MAX_BATCH_SIZE:,} or 'auto'")
         values.append(number)
     return values
 
@@ -217,7 +225,7 @@ def _run_flags() -> list[tuple[str, str, dict[str, Any]]]:
         ("--precision", "precision", dict(type=choice_list("precision", PRECISIONS), metavar="PRECISION", help="fp32, bf16 or fp16 (autocast; fp16 needs CUDA), comma-separated")),
         ("--channels-last", "channels_last", dict(on, help="channels-last memory format for model and input")),
         ("--compile", "compile", dict(on, help="torch.compile the model (compilation happens in the warm-up)")),
-        ("--threads", "threads", dict(type=positive_int, metavar="N", help="CPU threads (torch.set_num_threads) (default: the free cores, i.e. this process's CPUs less those other processes keep busy, at least 1)")),
+        ("--threads", "threads", dict(type=thread_count, metavar="N", help="CPU threads (torch.set_num_threads) (default: the free cores, i.e. this process's CPUs less those other processes keep busy, at least 1)")),
         ("--optimizer", "optimizer", dict(choices=OPTIMIZERS, help="training optimizer (default adamw; sgd is plain SGD, sgd-momentum uses momentum 0.9)")),
         ("--runs", "runs", dict(type=positive_int, metavar="N", help=f"fresh worker processes per configuration, pooled; the gate compares their medians (default {DEFAULT_RUNS}; 1 measures in this process)")),
         ("--clock", "clock", dict(choices=CLOCKS, help="what the timing measures: wall = elapsed time (default); cpu = this process's CPU time per thread, which other processes on a busy machine inflate far less (CPU only; for gating on a shared CI runner)")),

@@ -7,6 +7,8 @@ and the datasheet devices (:data:`vitbench.timemodel.datasheet.DATASHEET_DEVICES
 
 from __future__ import annotations
 
+from vitbench.settings import MAX_BATCH_SIZE, MAX_THREADS
+
 import itertools
 import os
 import time
@@ -51,8 +53,9 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
     """The calibration for ``device`` at ``threads`` and the warnings it comes with.
 
     A :class:`Calibration` is used as given. A file (``calibration=PATH``) is loaded; one that
-    is damaged, from another torch version or lacks a precision is refused with the reason (a
-    warning) and the device is calibrated instead. Otherwise the cache
+    is missing, damaged, from another torch version or lacks a precision is refused with the
+    reason (:class:`CalibrationError`, exit code 2: the file was asked for by name, so nothing
+    is calibrated in its place). Otherwise the cache
     (:func:`~vitbench.timemodel.calibration.cache_dir`) is read, or the device calibrated on
     first use and the result saved there. ``on_calibrate(message)`` hears when a calibration
     starts (it takes about half a minute)."""
@@ -74,7 +77,8 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
             _check_dtypes(found, needed)
             return found, warnings
         except CalibrationError as exc:
-            warnings.append(f"calibration {calibration} refused ({exc}); calibrated this machine instead")
+            raise CalibrationError(f"--calibration={str(calibration)!r}: refused ({exc}); run `vitbench calibrate` "
+                                   "or leave --calibration out to use (or make) this machine's") from None
     threads = threads or default_threads()
     from vitbench.measure.env import cpu_model
 
@@ -138,8 +142,8 @@ def _as_list(name: str, value: Any, choices: tuple[str, ...] | None = None) -> l
     for each in values:
         if choices is not None and each not in choices:
             raise SpecError(name, each, f"must be one of {', '.join(choices)}")
-        if name == "batch_size" and (isinstance(each, bool) or not isinstance(each, int) or each <= 0):
-            raise SpecError(name, each, "must be a positive integer")
+        if name == "batch_size" and (isinstance(each, bool) or not isinstance(each, int) or not 0 < each <= MAX_BATCH_SIZE):
+            raise SpecError(name, each, f"must be a positive integer up to {MAX_BATCH_SIZE:,}")
     return values
 
 
@@ -196,8 +200,8 @@ def predict(
     batches = _as_list("batch_size", batch_size)
     precisions = _as_list("precision", precision, tuple(PRECISION_DTYPES))
     _as_list("optimizer", optimizer, OPTIMIZERS)
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads <= 0):
-        raise SpecError("threads", threads, "must be a positive integer")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or not 0 < threads <= MAX_THREADS):
+        raise SpecError("threads", threads, f"must be a positive integer up to {MAX_THREADS}")
     if device not in ("cpu",) and threads is not None:
         raise SpecError("threads", threads, "is for --device cpu")
     if "fp16" in precisions and device == "cpu":
