@@ -73,7 +73,10 @@ def test_explicit_rule_on_a_metric_only_the_baseline_has_fails():
     result = compare(base, cur, ["peak_memory:+10%", "params:0"])
     assert result.exit_code == 1
     assert result.failures == ("peak_memory_bytes:+10%: metric 'peak_memory_bytes' is missing from the current results",)
-    assert compare(base, cur, ["peak_memory:+10%"], allow_missing_metrics=True).exit_code == 0
+    # allowed to be missing, but then the gate checked nothing at all: that is no pass
+    alone = compare(base, cur, ["peak_memory:+10%"], allow_missing_metrics=True)
+    assert alone.exit_code == 1 and "nothing was checked" in alone.failures[0]
+    assert compare(base, cur, ["peak_memory:+10%", "params:0"], allow_missing_metrics=True).exit_code == 0
 
 
 def test_default_rules_on_metrics_neither_file_has_are_not_applicable():

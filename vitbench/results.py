@@ -184,9 +184,17 @@ def read_input_text(path: str | os.PathLike, where: str, error: type[Exception] 
     if not path.is_file():
         raise error(f"{where}: not a file")
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as handle:
+            head = handle.read(4)
+    except OSError as exc:
+        raise error(f"{where}: cannot be read ({exc.strerror or exc.__class__.__name__})") from None
+    if head == b"PAR1":
+        raise error(f"{where}: is a Parquet file; give the results CSV (or the store folder) instead")
+    try:  # utf-8-sig: a byte-order mark (Excel's CSVs) is not part of the first column's name
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        raise error(f"{where}: cannot be read ({exc.__class__.__name__})") from None
+        reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc.strerror or exc.__class__.__name__
+        raise error(f"{where}: cannot be read ({reason})") from None
     if not text.strip():
         raise error(f"{where}: the file is empty")
     return text

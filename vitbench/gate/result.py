@@ -12,8 +12,8 @@ from vitbench.gate.rules import Rule, is_rate, is_timing_metric
 #: Significance level for timing metrics.
 DEFAULT_ALPHA = 0.05
 
-#: Verdicts that fail the gate.
-FAILING = ("REGRESSION", "MISSING")
+#: Verdicts that fail the gate (INVALID: an impossible value, e.g. a throughput of 0 or inf).
+FAILING = ("REGRESSION", "MISSING", "INVALID")
 
 #: How significance is assessed (shown in reports).
 TEST_NAME = "one-sided Welch's t-test on log per-run median step times, against the rule's threshold"
@@ -30,7 +30,8 @@ class MetricComparison:
     """One metric of one configuration: values, change, significance and verdict.
 
     ``verdict`` is one of ``REGRESSION``, ``MISSING`` (a ruled metric has a baseline value but
-    none in the current row), ``not significant`` (threshold exceeded, but not beyond the
+    none in the current row), ``INVALID`` (a value no measurement can give: negative, infinite,
+    or a zero throughput or latency), ``not significant`` (threshold exceeded, but not beyond the
     between-run noise), ``ok`` (rules hold), ``changed``/``unchanged`` (no rule for the metric),
     ``n/a`` (nothing to compare). ``n_baseline``/``n_current`` count raw per-step samples;
     ``runs_baseline``/``runs_current`` count the runs the significance test used."""

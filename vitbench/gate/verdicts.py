@@ -19,13 +19,14 @@ Data only: :mod:`vitbench.reporting.gate` renders a :class:`CompareResult`.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from vitbench.errors import InputFileError, SpecError
 from vitbench.gate.matching import (
-    Group, group, is_missing, key_columns, key_text, labels, present_columns,
+    Group, group, is_missing, key_columns, key_text, labels, number, present_columns,
 )
 from vitbench.gate.result import DEFAULT_ALPHA, CompareResult, EnvDifference, MetricComparison
 from vitbench.gate.rules import (
@@ -47,7 +48,7 @@ def load_results(source: Any, role: str = "results", metrics: Iterable[str] = ()
     as ``macs``, or one of ``metrics``, the columns rules name)."""
     from vitbench.reading import read_results
 
-    records, _ = read_results(source, role)
+    records, metadata = read_results(source, role)
     is_file = isinstance(source, (str, os.PathLike))
     where = f"{role} file={str(source)!r}" if is_file else f"{role} records"
     if not records:
@@ -61,6 +62,9 @@ def load_results(source: Any, role: str = "results", metrics: Iterable[str] = ()
             f"{where}: no metric columns (expected e.g. throughput_img_s, latency_p50_s, "
             "peak_memory_bytes, macs, params)"
         )
+    problems = metadata.get("problems") or [] if isinstance(metadata, dict) else []
+    if problems:  # a damaged record would drop its configuration from the comparison unseen
+        raise InputFileError(f"{where}: {problems[0]}; the gate compares only whole results (repair or rerun them)")
     return records
 
 
@@ -107,6 +111,15 @@ def _compare_metric(
     names = tuple(str(r) for r in rules)
     common = dict(configuration=label, key=key, metric=metric, baseline=baseline, current=current, rules=names,
                   n_baseline=base.n_samples(), n_current=cur.n_samples())
+    for side, value in (("baseline", baseline), ("current", current)):
+        why = impossible(metric, value)
+        if why is None and is_timing_metric(metric):
+            step = max((base if side == "baseline" else cur).run_medians(), default=None)
+            if step is not None and not (math.isfinite(step) and step < MAX_STEP_S):
+                why = f"run_medians_s holds a step of {step:g} s: not a measurement"
+        if why:
+            return MetricComparison(**common, rel_change=None, failed_rules=names or (metric,), p_value=None,
+                                    verdict="INVALID", note=f"{side} {why}")
     if baseline is None or current is None:
         side = "baseline" if baseline is None else "current"
         missing = bool(rules) and baseline is not None and not allow_missing
@@ -137,6 +150,25 @@ def _compare_metric(
                             runs_baseline=runs_a, runs_current=runs_b)
 
 
+#: a per-run median step time above this (11.6 days) is no measurement
+MAX_STEP_S = 1e6
+
+
+def impossible(metric: str, value: float | int | None) -> str | None:
+    """Why a value cannot be a measurement or a count (None when it can): infinite, negative
+    (every metric vitbench records is a size, a count, a time or a rate), or a zero time or
+    rate."""
+    if value is None:
+        return None
+    if not math.isfinite(value):
+        return f"{metric} is {value}: not a finite number"
+    if value < 0:
+        return f"{metric} is {value}: negative"
+    if value == 0 and is_timing_metric(metric):
+        return f"{metric} is 0: no step takes no time"
+    return None
+
+
 def _env_differences(base_rows: Sequence[Mapping], cur_rows: Sequence[Mapping]) -> tuple[EnvDifference, ...]:
     both = present_columns(base_rows) & present_columns(cur_rows)
     columns = [c for c in ENV_COLUMNS if c in both]
@@ -161,6 +193,39 @@ def _parse(rules: Any) -> tuple[list[Rule], bool]:
     for item in rules if explicit else DEFAULT_RULES:
         parsed += [item] if isinstance(item, Rule) else parse_rules([item])
     return parsed, explicit
+
+
+#: repeated rows of one configuration whose headline values differ by more than this disagree
+DUPLICATE_SPREAD = 0.10
+
+
+def _spread_duplicates(groups: Mapping[tuple[str, ...], Group], role: str) -> list[str]:
+    """Repeated rows of one configuration that disagree (one normal, one at half speed): pooling
+    them by the median would hide either; the gate fails and says which."""
+    out = []
+    for grouped in groups.values():
+        if len(grouped.rows) < 2:
+            continue
+        for metric in HEADLINE_METRICS:
+            values = [v for v in (number(r.get(metric)) for r in grouped.rows) if v is not None and math.isfinite(v)]
+            if len(values) > 1 and min(values) > 0 and max(values) / min(values) > 1 + DUPLICATE_SPREAD:
+                out.append(f"{role}: {grouped.model} appears {len(grouped.rows)} times with {metric} from {min(values):g} "
+                           f"to {max(values):g}; give one row per configuration")
+                break
+    return out
+
+
+def _check_numeric(rules: Sequence[Rule], records: Sequence[Mapping[str, Any]]) -> None:
+    """A rule on a column that holds text or lists (status, model, run_medians_s) would check
+    nothing: refused."""
+    for rule in rules:
+        for record in records:
+            value = record.get(rule.metric)
+            if is_missing(value):
+                continue
+            if isinstance(value, bool) or number(value) is None:
+                raise RuleError(str(rule), f"{rule.metric!r} is not a numeric column (it holds {str(value)[:40]!r})")
+            break
 
 
 def _sort_rules(
@@ -217,6 +282,7 @@ def compare(
     else:
         failures += missing
 
+    _check_numeric(active, base_records + cur_records)
     keys = key_columns(base_records, cur_records)
     base_groups, cur_groups = group(base_records, keys), group(cur_records, keys)
     common = [k for k in cur_groups if k in base_groups]
@@ -231,6 +297,7 @@ def compare(
                 f"{role}: {pooled} configuration(s) appear more than once; repeated rows pooled "
                 "(median of values; each row's runs count as runs)"
             )
+    failures += _spread_duplicates(cur_groups, "current") + _spread_duplicates(base_groups, "baseline")
     removed = [k for k in base_groups if k not in cur_groups]
     if removed:
         text = f"{len(removed)} of {len(base_groups)} baseline configurations missing from current"
@@ -264,6 +331,12 @@ def compare(
                                         names[k], key, alpha, allow_missing_metrics))
 
     warnings += _recorded_warnings(common, base_groups, cur_groups, names)
+    checked = [r for r in rows if r.rules and r.verdict not in ("n/a",)]
+    if not checked and not failures:
+        failures.append(
+            "nothing was checked: no rule met a value on both sides (" + (", ".join(str(r) for r in active) or "no rule applies")
+            + "); a gate that checked nothing does not pass"
+        )
     unassessed = sorted({r.metric for r in rows if "significance not assessed" in r.note and r.rules})
     if unassessed:
         warnings.append(
