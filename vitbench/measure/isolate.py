@@ -35,14 +35,17 @@ def request(target, settings: RunSettings, device: str) -> str:
 
 
 def run_in_worker(target, settings: RunSettings, device: str) -> dict[str, Any]:
-    """Measure one run of ``target`` in a fresh process; one record, whatever happens to it."""
+    """Measure one run of ``target`` in a fresh process (killed with its parent); one record,
+    whatever happens to it."""
+    from vitbench.measure.children import preexec
+
     env = dict(os.environ)
     env.setdefault("KINETO_LOG_LEVEL", "5")
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "vitbench.measure.worker"],
             input=request(target, settings, device), capture_output=True, text=True,
-            timeout=settings.timeout_s, env=env,
+            timeout=settings.timeout_s, env=env, preexec_fn=preexec(),
         )
     except subprocess.TimeoutExpired:
         return failed_row(target, settings, device, "error", f"isolated run timed out after {settings.timeout_s} s")

@@ -63,6 +63,9 @@ def gpu_worker(device: str, tasks: Any, results: Any) -> None:
     """A worker process: rows of the configurations it takes from ``tasks`` until None. It was
     started with CUDA_VISIBLE_DEVICES=device (set before the interpreter, so before CUDA starts);
     each row records the value the process started with."""
+    from vitbench.measure.children import die_with_parent
+
+    die_with_parent()
     pinned = os.environ.get("CUDA_VISIBLE_DEVICES")
     if pinned != device:
         raise RuntimeError(f"worker for GPU {device} started with CUDA_VISIBLE_DEVICES={pinned!r}")

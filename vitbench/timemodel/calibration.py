@@ -280,7 +280,9 @@ def calibrate(device: str = "cpu", threads: int | None = None, precisions: tuple
     command = [sys.executable, "-m", "vitbench.timemodel.calibration", "--threads", str(threads), "--dtypes", ",".join(dtypes)]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env)
+        from vitbench.measure.children import preexec
+
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env, preexec_fn=preexec())
     except subprocess.TimeoutExpired:
         raise CalibrationError(f"calibration took over {timeout_s:.0f} s and was stopped") from None
     if done.returncode != 0:
