@@ -337,3 +337,17 @@ def test_isolated_run_that_dies_or_hangs_still_gives_a_row(monkeypatch):
 def test_channels_last_on_a_cnn():
     r = measure(resolve("chapter-resnet-small"), RunSettings(**{**FAST, "batch_size": 2, "channels_last": True, "mode": "train"}))
     assert r["status"] == "ok", r["error"] and r["channels_last"] is True
+
+
+def test_a_capped_run_records_the_process_peak_rss_beside_the_tensors_peak():
+    """--memory-limit caps the tensors (checked against peak_memory_bytes); the process holds the
+    interpreter and torch's libraries on top, recorded as peak_rss_bytes (issue: peak RSS was
+    2.3-3.1x the cap, and nothing said what was capped)."""
+    r = measure(TINY, RunSettings(**{**FAST, "memory": True, "memory_limit_bytes": 256 * 2**20}))
+    assert r["status"] == "ok", r["error"]
+    assert r["peak_memory_bytes"] <= r["memory_limit_bytes"] == 256 * 2**20
+    assert r["peak_rss_bytes"] > r["peak_memory_bytes"]
+    from pathlib import Path
+
+    own = int(Path("/proc/self/status").read_text().split("VmHWM:")[1].split()[0]) * 1024
+    assert r["peak_rss_bytes"] <= own  # measured in this process: its high-water mark so far

@@ -239,7 +239,7 @@ def _run_flags() -> list[tuple[str, str, dict[str, Any]]]:
         ("--timeout", "timeout_s", dict(type=positive_float, metavar="SECONDS", help="give up on a run after this long (each run then happens in a worker process)")),
         ("--peak-flops", "peak_flops", dict(type=parse_quantity, metavar="FLOP/S", help="device peak FLOP/s for MFU (e.g. 989e12 or 989T; overrides the GPU table; needed on a CPU)")),
         ("--peak-bandwidth", "peak_bandwidth", dict(type=parse_quantity, metavar="BYTES/S", help="device memory bandwidth for the roofline label (e.g. 3.35e12 or 3.35T)")),
-        ("--memory-limit", "memory_limit_bytes", dict(type=parse_size, metavar="SIZE", help="memory cap from the first allocation (512MiB, 2GB, bytes): a GPU memory fraction, or a data-size limit on the CPU; the measured peak is verified against it")),
+        ("--memory-limit", "memory_limit_bytes", dict(type=parse_size, metavar="SIZE", help="cap on the tensors of the run (512MiB, 2GB, bytes), from the first allocation: on a GPU a memory fraction; on the CPU the data segment (RLIMIT_DATA) at what the process holds + SIZE + headroom for allocator fragmentation and oneDNN. The tensors' peak (peak_memory_bytes) is checked against SIZE; the process's peak RSS, libraries included, is recorded beside it (peak_rss_bytes)")),
         ("--no-memory-check", "memory_check", dict(off, help="run configurations the memory model predicts over --memory-limit or the device's memory (refused by default)")),
         ("--max-batch-size", "max_batch_size", dict(type=positive_int, metavar="N", help="upper end of --batch-size auto (default 4096)")),
     ]
