@@ -283,12 +283,13 @@ FAULTS = {
     "mismatched shards on merge": (Variant(merge=broken.merge_without_definition_check), "mismatched shards"),
     "non-atomic write": (Variant(store=broken.InPlaceReplace), "kill in a rewrite"),
     "reader keeps the first record of an id": (
-        Variant(patches=(("vitbench.sweeps.store.latest_rows", broken.latest_rows_keeping_first),)), "last record wins"),
+        Variant(patches=(("vitbench.sweeps.store_read.latest_rows", broken.latest_rows_keeping_first),)), "last record wins"),
     "temporaries left behind": (Variant(store=broken.KeepsTemporaries), "temporaries removed"),
     "no CSV export on interrupt": (
         Variant(patches=(("vitbench.sweeps.run._export_quietly", broken.no_export_on_interrupt),)), "export on interrupt"),
     "unterminated record accepted": (
-        Variant(patches=(("vitbench.sweeps.store.scan", broken.scan_accepting_unterminated),)), "unterminated record"),
+        Variant(patches=(("vitbench.sweeps.store.scan", broken.scan_accepting_unterminated),
+                         ("vitbench.sweeps.store_read.scan", broken.scan_accepting_unterminated))), "unterminated record"),
     "merge keeps a failed row over an ok one": (
         Variant(patches=(("vitbench.sweeps.merging._prefer", broken.never_prefer),)), "merge prefers ok"),
     "no fsync of the folder": (

@@ -6,7 +6,7 @@ Predictions come from the analytic memory model (vitbench.analytic.memory, whose
 
 from __future__ import annotations
 
-from vitbench.cli.common import add_format_argument, add_model_arguments, emit, overrides_from, positive_int
+from vitbench.cli.common import add_format_argument, add_model_arguments, emit, overrides_from
 from vitbench.cli.common import batch_size_int
 from vitbench.cli.common import parse_size as parse_memory
 from vitbench.settings import MODES, OPTIMIZERS, PRECISIONS

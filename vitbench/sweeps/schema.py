@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 from vitbench.errors import InputFileError, SpecError
@@ -152,4 +153,50 @@ class Checker:
         return settings, modes, precisions
 
 
-__all__ = ["Checker", "SweepFileError", "measure_keys", "RENAMED_SETTINGS"]
+#: a sweep file's YAML, expanded: at most this many values and this many levels
+MAX_YAML_VALUES = 1_000_000
+MAX_YAML_DEPTH = 64
+
+
+def check_yaml_shape(root: Any, path: Path) -> None:
+    """Refuse, on the composed node graph (aliases not yet expanded), a document that would
+    expand to more than MAX_YAML_VALUES values (an alias bomb: 539 bytes became gigabytes),
+    nest deeper than MAX_YAML_DEPTH, or repeat a key in a mapping (YAML keeps the last one
+    silently)."""
+    import yaml
+
+    if root is None:
+        return
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, children_done = stack.pop()
+        if id(node) in sizes:
+            continue
+        if depth > MAX_YAML_DEPTH:
+            raise SweepFileError(f"{path}: invalid YAML at line {node.start_mark.line + 1}: nested deeper than {MAX_YAML_DEPTH} levels")
+        if isinstance(node, yaml.ScalarNode):
+            sizes[id(node)] = 1
+            continue
+        children = [v for pair in node.value for v in pair] if isinstance(node, yaml.MappingNode) else list(node.value)
+        if not children_done:
+            if isinstance(node, yaml.MappingNode):
+                seen: set[str] = set()
+                for key, _ in node.value:
+                    if isinstance(key, yaml.ScalarNode):
+                        if key.value in seen:
+                            raise SweepFileError(f"{path}: invalid YAML at line {key.start_mark.line + 1}: duplicate key {key.value!r}")
+                        seen.add(key.value)
+            stack.append((node, depth, True))
+            stack.extend((child, depth + 1, False) for child in children if id(child) not in sizes)
+            continue
+        total = 1 + sum(sizes.get(id(child), 1) for child in children)
+        if total > MAX_YAML_VALUES:
+            raise SweepFileError(
+                f"{path}: invalid YAML at line {node.start_mark.line + 1}: expands to more than {MAX_YAML_VALUES:,} values "
+                "(YAML aliases repeating aliases)"
+            )
+        sizes[id(node)] = total
+
+
+__all__ = ["check_yaml_shape", "MAX_YAML_VALUES", "MAX_YAML_DEPTH", "Checker", "SweepFileError", "measure_keys", "RENAMED_SETTINGS"]

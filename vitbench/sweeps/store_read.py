@@ -1,0 +1,226 @@
+"""Reading a results store (:mod:`vitbench.sweeps.store` writes it): its definition
+(sweep.json, type-checked), the last valid record of each id in grid order, as a list or as a
+stream of one row at a time for exports of any size, and the ids it holds."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from vitbench.results import Records
+from vitbench.sweeps.jsonl import CRC_KEY, decode_record, scan
+from vitbench.sweeps.store import (
+    CSV_NAME, DEFINITION_NAME, LEGACY_SIDECAR, ROWS_NAME, SCHEMA_VERSION, StoreError,
+)
+
+
+def read_definition(directory: Path) -> dict[str, Any]:
+    path = directory / DEFINITION_NAME
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"file={str(path)!r}: not a readable store definition ({exc.__class__.__name__})") from None
+    if not isinstance(data, dict):
+        raise StoreError(f"file={str(path)!r}: not a store definition (top level is not an object)")
+    version = data.get("schema_version", SCHEMA_VERSION)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise StoreError(f"file={str(path)!r}: schema_version={version!r}: must be a whole number (this vitbench writes {SCHEMA_VERSION})")
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"file={str(path)!r}: schema_version {version} is newer than this vitbench reads ({SCHEMA_VERSION}); upgrade vitbench"
+        )
+    for key, kind, what in DEFINITION_TYPES:
+        value = data.get(key)
+        if value is not None and not (isinstance(value, kind) and not isinstance(value, bool)):
+            raise StoreError(f"file={str(path)!r}: {key}={_short(value)}: must be {what}")
+    fingerprints = data.get("fingerprints") or []
+    if not all(isinstance(f, str) for f in fingerprints):
+        raise StoreError(f"file={str(path)!r}: fingerprints={_short(fingerprints)}: must be a list of strings")
+    for key, kind, what in SWEEP_TYPES:
+        value = (data.get("sweep") or {}).get(key)
+        if value is not None and not (isinstance(value, kind) and not isinstance(value, bool)):
+            raise StoreError(f"file={str(path)!r}: sweep.{key}={_short(value)}: must be {what}")
+    return data
+
+
+#: members of sweep.json and their types (absent or null is allowed: an earlier vitbench)
+DEFINITION_TYPES = (
+    ("fingerprint", str, "a string"), ("fingerprints", list, "a list of strings"), ("sweep", dict, "an object"),
+    ("environment", dict, "an object"), ("created_at", str, "a string"), ("updated_at", str, "a string"),
+)
+
+
+SWEEP_TYPES = (
+    ("name", str, "a string"), ("grid_size", int, "a whole number"), ("shard_index", int, "a whole number"),
+    ("shard_count", int, "a whole number"), ("definition", list, "a list"), ("id_hex_digits", int, "a whole number"),
+)
+
+
+def _short(value: Any) -> str:
+    from vitbench.errors import shown
+
+    return shown(value, 80)
+
+
+def is_store(path: str | os.PathLike) -> bool:
+    path = Path(path)
+    return path.is_dir() and ((path / ROWS_NAME).exists() or (path / DEFINITION_NAME).exists() or (path / CSV_NAME).exists())
+
+
+def latest_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The last valid record of each id, in grid order (index, then id), each with every column
+    of the store (None where a row has none, as in the CSV), and the problems found."""
+    kept: dict[str, dict[str, Any]] = {}
+    columns: dict[str, None] = {}
+    damaged = []
+    for number, _, _, row in scan(path):
+        if row is None or "id" not in row:
+            damaged.append(number)
+            continue
+        row.pop(CRC_KEY, None)
+        columns.update(dict.fromkeys(row))
+        key = str(row["id"])
+        kept.pop(key, None)
+        kept[key] = row
+    problems = [f"{path}: {len(damaged)} damaged record(s) skipped (line {', '.join(map(str, damaged[:10]))})"] if damaged else []
+    rows = [{c: row.get(c) for c in columns} for row in sorted(kept.values(), key=_order)]
+    return rows, problems
+
+
+def stream_latest(path: Path, *, single_definition: bool = True) -> tuple[list[str], Iterator[dict[str, Any]], list[str]]:
+    """What :func:`latest_rows` gives (the columns, the last valid record of each id in grid
+    order, the problems), with the rows as an iterator that holds one row at a time, for
+    exports of any size. One pass finds the columns and whether the file is in grid order
+    already (as a sweep writes it); if it is, and one sweep definition wrote it
+    (``single_definition``: an id then has one grid index), the rows stream from the file;
+    otherwise the byte offset of each id's last record is kept (not the record) and the rows
+    are read back by offset in grid order."""
+    columns: dict[str, None] = {}
+    damaged = []
+    in_order, previous = True, None
+    for number, _, _, row in scan(path):
+        if row is None or "id" not in row:
+            damaged.append(number)
+            continue
+        row.pop(CRC_KEY, None)
+        columns.update(dict.fromkeys(row))
+        key = _order(row)
+        in_order = in_order and (previous is None or key > previous)
+        previous = key
+    problems = [f"{path}: {len(damaged)} damaged record(s) skipped (line {', '.join(map(str, damaged[:10]))})"] if damaged else []
+    names = list(columns)
+
+    def in_file_order() -> Iterator[dict[str, Any]]:
+        for _, _, _, row in scan(path):
+            if row is not None and "id" in row:
+                row.pop(CRC_KEY, None)
+                yield {c: row.get(c) for c in names}
+
+    def by_offset() -> Iterator[dict[str, Any]]:
+        last: dict[str, tuple[tuple, int]] = {}
+        for _, offset, _, row in scan(path):
+            if row is not None and "id" in row:
+                key = str(row["id"])
+                last.pop(key, None)
+                last[key] = (_order(row), offset)
+        offsets = [offset for _, offset in sorted(last.values())]
+        del last
+        with open(path, "rb") as handle:
+            for offset in offsets:
+                handle.seek(offset)
+                row = decode_record(handle.readline()[:-1])
+                if row is not None:
+                    row.pop(CRC_KEY, None)
+                    yield {c: row.get(c) for c in names}
+
+    return names, in_file_order() if in_order and single_definition else by_offset(), problems
+
+
+def stored_id_digits(directory: str | os.PathLike) -> int | None:
+    """How many hex digits the ids of the store at ``directory`` have (its sweep.json says, else
+    its first valid record; a store of an earlier vitbench has 12): a sweep resumed into it
+    keeps that length. None when there is no store or no record."""
+    directory = Path(directory)
+    try:
+        digits = (read_definition(directory).get("sweep") or {}).get("id_hex_digits")
+    except StoreError:
+        digits = None
+    if isinstance(digits, int) and not isinstance(digits, bool) and 8 <= digits <= 40:
+        return digits
+    path = directory / ROWS_NAME
+    if not path.is_file():
+        return None
+    for _, _, _, row in scan(path):
+        if row is not None and isinstance(row.get("id"), str):
+            return len(row["id"])
+    return None
+
+
+def stored_ids(directory: str | os.PathLike) -> set[str]:
+    """The ids of the valid records in a store (what a reader finds on disk now)."""
+    path = Path(directory) / ROWS_NAME
+    if not path.exists():
+        return set()
+    return {str(row["id"]) for _, _, _, row in scan(path) if row is not None and "id" in row}
+
+
+def _order(row: dict[str, Any]) -> tuple:
+    index = row.get("index")
+    return (index if isinstance(index, int) and not isinstance(index, bool) else 1 << 62, str(row.get("id", "")))
+
+
+def read_store(path: str | os.PathLike) -> tuple[Records, dict[str, Any]]:
+    """Typed records (exact integers, lists) and metadata of a store directory: its
+    ``sweep.json`` (``schema_version``, ``sweep``, ``environment``, ``fingerprint``) plus
+    ``problems`` (damaged records skipped). Also reads an earlier vitbench's store
+    (results.csv + results.json), attaching its raw samples."""
+    path = Path(path)
+    if path.is_file() and path.name == ROWS_NAME:
+        path = path.parent
+    if not path.is_dir():
+        raise StoreError(f"results={str(path)!r}: no such results store")
+    info = read_definition(path)
+    if (path / ROWS_NAME).exists():
+        try:
+            rows, problems = latest_rows(path / ROWS_NAME)
+        except OSError as exc:
+            raise StoreError(f"results={str(path)!r}: cannot read {ROWS_NAME} ({exc.strerror})") from None
+        return Records(rows), {**info, "problems": problems}
+    if (path / CSV_NAME).exists():
+        return _read_legacy(path)
+    raise StoreError(f"results={str(path)!r}: no results store here (no {ROWS_NAME} or {CSV_NAME})")
+
+
+def _read_legacy(path: Path) -> tuple[Records, dict[str, Any]]:
+    from vitbench.results import read_csv_records
+
+    records = read_csv_records(path / CSV_NAME)
+    sidecar: dict[str, Any] = {}
+    if (path / LEGACY_SIDECAR).exists():
+        try:
+            sidecar = json.loads((path / LEGACY_SIDECAR).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"file={str(path / LEGACY_SIDECAR)!r}: not a readable results JSON ({exc.__class__.__name__})") from None
+        version = sidecar.get("schema_version", 1)
+        if isinstance(version, int) and version > SCHEMA_VERSION:
+            raise StoreError(f"file={str(path / LEGACY_SIDECAR)!r}: schema_version {version} is newer than this vitbench reads; upgrade vitbench")
+    samples = sidecar.get("samples_s") or {}
+    for record in records:
+        if str(record.get("id")) in samples:
+            record["samples_s"] = samples[str(record.get("id"))]
+    return records, {**{k: v for k, v in sidecar.items() if k != "samples_s"}, "problems": []}
+
+
+def store_info(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The definition of the store at ``path`` (sweep.json) without reading its rows; None when
+    there is no store there."""
+    path = Path(path)
+    return read_definition(path) if (path / DEFINITION_NAME).exists() else None
+
+
+__all__ = ["read_definition", "is_store", "latest_rows", "stream_latest", "stored_id_digits", "stored_ids", "read_store", "store_info", "DEFINITION_TYPES", "SWEEP_TYPES"]
