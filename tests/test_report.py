@@ -60,6 +60,16 @@ def test_report_has_tables_plots_and_a_reproduce_line(mini_report):
     assert (result.out / "results.csv").exists() and (result.out / "tables" / "resolution.csv").exists()
 
 
+def test_the_returned_paths_point_at_the_finished_report_not_its_staging_folder(mini_report):
+    # The report is built in a staging folder and swapped in; every path handed back, the
+    # sweep's results store included, must name where the files now are.
+    result, _ = mini_report
+    assert result.sweep.out == result.out and result.out.name == "out"
+    assert not any(part.endswith(".building") for part in result.sweep.out.parts)
+    assert len(result.sweep.records) == result.rows > 0
+    assert result.report.parent == result.out and result.report.exists()
+
+
 def test_resolution_conclusion_matches_an_independent_scan(mini_report):
     _, text = mini_report
     # ViT-B/16 vs ResNet-50 never cross: check three resolutions directly.

@@ -232,12 +232,16 @@ def test_an_interrupted_rerun_leaves_the_previous_report_whole(tmp_path):
         if len(seen) == 5:
             raise KeyboardInterrupt
 
-    with pytest.raises(SweepInterrupted):
+    with pytest.raises(SweepInterrupted) as stopped:
         report(path, out, plots=False, on_row=stop_after_five)
+    # The message names the report folder and the report's own way to finish, not the staging folder.
+    assert stopped.value.out == out and ".building" not in str(stopped.value)
+    assert "5 of 12 rows saved" in str(stopped.value) and "--resume" in str(stopped.value)
     assert sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file()) == files
     assert all((out / p).read_bytes() == data for p, data in before.items())  # byte for byte
 
     result = report(path, out, plots=False, resume=True)
     assert result.out == out and result.report == out / "report.md" and result.rows == 12
+    assert result.sweep.out == out and len(result.sweep.records) == 12
     assert result.sweep.skipped == 5 and result.sweep.ran == 7  # the interrupted run's rows kept
     assert not (tmp_path / ".rep.building").exists() and not (tmp_path / ".rep.old").exists()

@@ -55,6 +55,7 @@ def report(
     >>> report("study.yaml", "reports/study", threads=1, runs=3)  # doctest: +SKIP
     """
     from vitbench.sweeps import apply_overrides, default_study_path, load_sweep_file, sweep
+    from vitbench.sweeps.run import SweepInterrupted
 
     changes = {"threads": threads, "device": device, "runs": runs}
     path = Path(source) if source is not None else default_study_path()
@@ -71,7 +72,11 @@ def report(
             import shutil
 
             shutil.copytree(out_dir, staging, symlinks=True)
-        result = sweep(plan, out=staging, resume=resume and staging.exists(), force=not resume, on_start=on_start, on_row=on_row)
+        try:
+            result = sweep(plan, out=staging, resume=resume and staging.exists(), force=not resume, on_start=on_start, on_row=on_row)
+        except SweepInterrupted as stopped:
+            # The rows are kept in the staging folder; the user reruns the report, not the sweep.
+            raise _report_interrupted(stopped, out_dir) from None
         records, info = _read(staging)
         _write_json(records, staging)
         command = command or _command(source, out_dir, default_out, changes)
@@ -91,6 +96,18 @@ def report(
     _copy_results(path, records, out_dir, force=force)
     command = command or _command(source, out_dir, default_out, {})
     return render_report(records, out_dir, sidecar=info, command=command, plots=plots)
+
+
+def _report_interrupted(stopped: Any, out: Path) -> Any:
+    """The sweep's interruption, told in terms of the report: which folder, and how to finish."""
+    from vitbench.sweeps.run import SweepInterrupted
+
+    again = SweepInterrupted(stopped.saved, stopped.total, out)
+    again.args = (
+        f"interrupted: {stopped.saved} of {stopped.total} rows saved (kept aside until the report of {out} is "
+        "complete); rerun the same report command with --resume to finish",
+    )
+    return again
 
 
 def _staging(out: Path) -> Path:
@@ -129,8 +146,11 @@ def _moved(result: ReportResult, staging: Path, out: Path) -> ReportResult:
         except ValueError:
             return Path(path)
 
+    sweep = result.sweep
+    if sweep is not None and getattr(sweep, "out", None) is not None:
+        sweep = replace(sweep, out=move(sweep.out))
     return replace(result, out=out, report=move(result.report), plots=[move(p) for p in result.plots],
-                   tables=[move(p) for p in result.tables])
+                   tables=[move(p) for p in result.tables], sweep=sweep)
 
 
 def _read(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
