@@ -5,14 +5,8 @@ import json
 
 import pandas as pd
 import pytest
+from _cli import run
 
-from vitbench.cli import main
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_analyze_csv_columns_and_values(capsys):

@@ -6,15 +6,9 @@ import json
 
 import pandas as pd
 import pytest
+from _cli import run
 
-from vitbench.cli import main
 from vitbench.specs import override_combinations, parse_field_value, split_alternatives, ViTSpec
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_img_size_list_is_one_row_per_size_not_a_rectangle(capsys):

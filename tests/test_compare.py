@@ -381,9 +381,15 @@ def test_table_and_csv_render():
 
 def test_lazy_top_level_export(tmp_path):
     import vitbench
+    import vitbench.gate
 
-    result = vitbench.compare([measured()], [measured()], ["params:0"])
-    assert result.exit_code == 0 and result.regressions == ()
+    assert vitbench.compare is vitbench.gate.compare
+    base = measured(params=1000)
+    grown = {**measured(), "params": 1001}
+    result = vitbench.compare([base], [grown], ["params:0"])
+    assert result.exit_code == 1 and [r.metric for r in result.regressions] == ["params"]
+    same = vitbench.compare([base], [measured(params=1000)], ["params:0"])
+    assert same.exit_code == 0 and same.regressions == ()
 
 
 # --------------------------------------------------------------------------- rules and statistics

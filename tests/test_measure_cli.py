@@ -7,6 +7,7 @@ import json
 
 import pandas as pd
 import pytest
+from _columns import INTERFACE_COLUMNS
 
 from vitbench.cli import main
 
@@ -18,11 +19,20 @@ def _json(capsys) -> list[dict]:
 
 
 def test_profile_json_has_every_column(capsys):
-    assert main(["profile", "mnist-vit", "--batch-size", "2", "--format", "json", *FAST]) == 0
+    with_memory = [flag for flag in FAST if flag != "--no-memory"]
+    assert main(["profile", "mnist-vit", "--batch-size", "2", "--format", "json", *with_memory]) == 0
     (r,) = _json(capsys)
-    assert r["status"] == "ok" and r["model"] == "mnist-vit" and r["batch_size"] == 2
-    assert len(r["samples_s"]) == r["n_samples"]
-    assert r["env_torch"] and r["attention_kernel"] == "cpu_flash"
+    assert [c for c in INTERFACE_COLUMNS if c not in r] == []
+    assert r["status"] == "ok" and r["model"] == "mnist-vit" and r["batch_size"] == 2 and r["error"] in ("", None)
+    assert len(r["samples_s"]) == r["n_samples"] > 0 and r["latency_p50_s"] > 0 and r["throughput_img_s"] > 0
+    assert r["attention_kernel"] == "cpu_flash" and r["env_threads"] == 1 and r["device"] == "cpu"
+    import torch
+
+    import vitbench
+
+    assert r["env_torch"] == torch.__version__ and r["vitbench_version"] == vitbench.__version__
+    assert r["env_cpu"] and r["env_device_name"]
+    assert 0 < r["mem_params_bytes"] <= r["peak_memory_bytes"]
 
 
 def test_profile_table_default_columns(capsys):

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from _columns import INTERFACE_COLUMNS
 from _fresh import in_fresh_process
 
 from vitbench.analytic import complexity
@@ -21,16 +22,6 @@ from vitbench.specs import ViTSpec
 TINY = ViTSpec(name="tiny-vit", img_size=32, patch_size=8, embed_dim=64, depth=2, num_heads=2, num_classes=10)
 FAST = dict(device="cpu", batch_size=4, min_run_time_s=0.05, warmup=1, memory=False, threads=1, runs=1)
 
-#: the columns other modules (sweep, compare, report) rely on
-INTERFACE_COLUMNS = (
-    "model", "kind", "spec_key", "img_size", "patch_size", "batch_size", "device", "mode",
-    "precision", "status", "error", "throughput_img_s", "latency_p50_s", "latency_p90_s",
-    "latency_iqr_s", "latency_cv", "n_samples", "samples_s", "peak_memory_bytes",
-    "peak_reserved_bytes", "mem_params_bytes", "mem_grads_bytes", "mem_optimizer_bytes",
-    "mem_activations_bytes", "mem_temporaries_bytes", "attention_kernel", "flops_per_s", "mfu",
-    "warnings", "env_device_name", "env_torch", "env_cuda", "env_driver", "env_cpu",
-    "env_threads", "vitbench_version",
-)
 
 
 @pytest.fixture(scope="module")
@@ -252,7 +243,10 @@ def _cuda() -> bool:
 
 
 @pytest.mark.skipif(_cuda(), reason="checks the no-CUDA errors")
-def test_bad_settings_raise_before_running():
+def test_bad_settings_raise_before_running(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # as on a host without CUDA
     with pytest.raises(SpecError, match="precision='fp16'"):
         measure(TINY, RunSettings(device="auto", precision="fp16"))  # auto -> cpu here
     with pytest.raises(SpecError, match="device='cuda'"):
@@ -261,8 +255,22 @@ def test_bad_settings_raise_before_running():
         profile(["mnist-vit"], RunSettings(device="cuda"))
 
 
-def test_bf16_autocast_on_cpu():
-    r = measure(TINY, RunSettings(**{**FAST, "precision": "bf16"}))
+@pytest.mark.parametrize("mode", ["infer", "train"])
+def test_bf16_autocast_on_cpu_runs_the_matmuls_in_bf16(mode):
+    import torch
+
+    from vitbench.measure.workload import build_workload
+
+    seen: dict[str, set] = {"bf16": set(), "fp32": set()}
+    for precision in seen:
+        work = build_workload(TINY, RunSettings(**{**FAST, "precision": precision, "mode": mode}), 2, "cpu")
+        for module in work.model.modules():
+            if isinstance(module, torch.nn.Linear):
+                module.register_forward_hook(lambda m, i, out, p=precision: seen[p].add(out.dtype))
+        work.run(1)
+        assert all(p.dtype == torch.float32 for p in work.model.parameters())  # autocast, not a cast model
+    assert seen == {"bf16": {torch.bfloat16}, "fp32": {torch.float32}}
+    r = measure(TINY, RunSettings(**{**FAST, "precision": "bf16", "mode": mode}))
     assert r["status"] == "ok" and r["precision"] == "bf16"
 
 
@@ -335,8 +343,22 @@ def test_isolated_run_that_dies_or_hangs_still_gives_a_row(monkeypatch):
 
 
 def test_channels_last_on_a_cnn():
-    r = measure(resolve("chapter-resnet-small"), RunSettings(**{**FAST, "batch_size": 2, "channels_last": True, "mode": "train"}))
-    assert r["status"] == "ok", r["error"] and r["channels_last"] is True
+    import torch
+
+    from vitbench.measure.workload import build_workload
+
+    spec = resolve("chapter-resnet-small")
+    for flag in (True, False):
+        work = build_workload(spec, RunSettings(**{**FAST, "channels_last": flag, "mode": "train"}), 2, "cpu")
+        convs = [m.weight for m in work.model.modules() if isinstance(m, torch.nn.Conv2d)]
+        assert convs and work.inputs.shape[1] > 1
+        spatial = [w for w in convs if w.shape[1] > 1 and w.shape[2] * w.shape[3] > 1]  # 1x1 kernels are both
+        assert spatial and all(w.is_contiguous(memory_format=torch.channels_last) == flag for w in spatial)
+        assert work.inputs.is_contiguous(memory_format=torch.channels_last) == flag
+        assert work.inputs.is_contiguous() != flag
+    r = measure(spec, RunSettings(**{**FAST, "batch_size": 2, "channels_last": True, "mode": "train"}))
+    assert r["status"] == "ok"
+    assert r["channels_last"] is True
 
 
 def test_a_capped_run_records_the_process_peak_rss_beside_the_tensors_peak():

@@ -10,19 +10,13 @@ import sys
 
 import pandas as pd
 import pytest
+from _cli import run
 
 import vitbench
 from vitbench.analytic.memory import memory_estimate, plan
 from vitbench.api import resolve_models as vitbench_resolve
-from vitbench.cli import main
 from vitbench.cli.plan import parse_memory
 from vitbench.presets import resolve
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize(

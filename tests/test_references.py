@@ -9,17 +9,12 @@ import sys
 import textwrap
 
 import pytest
+from _cli import run
 
 import vitbench
 from vitbench.cli import main
 from vitbench.errors import SpecError, UnknownModelError, VitbenchError
 from vitbench.models.references import parse_reference, parse_value, resolve, resolve_all
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
