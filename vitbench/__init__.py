@@ -6,8 +6,7 @@ Heavy modules (torch, pandas, fvcore) load lazily, on first use of what needs th
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from vitbench.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -42,10 +41,4 @@ _EXPORTS = {
 
 __all__ = ["__version__", *_EXPORTS]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value  # later lookups skip __getattr__
-        return value
-    raise AttributeError(f"module 'vitbench' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

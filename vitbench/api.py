@@ -9,6 +9,8 @@ from vitbench.errors import SpecError
 from vitbench.models.target import Target, is_module
 from vitbench.results import Records
 from vitbench.settings import COUNT_METHODS as COUNTERS
+from vitbench.analytic.identity import identity_record
+from vitbench.counters.fill import fill_counted
 
 
 def resolve_models(
@@ -77,55 +79,6 @@ def analyze(
             record["overrides"] = target.overrides_text
         records.append(record)
     return records
-
-
-def fill_counted(record: dict[str, Any]) -> dict[str, Any]:
-    """One number per quantity: ``params`` and ``macs`` (per batch) with ``params_source`` and
-    ``macs_source``; the analytic figure where a formula exists, else the module's parameter
-    count and the dispatch counter's MACs (fvcore's when dispatch did not run); ``flops`` = 2 x
-    ``macs``. Without a formula, ``agree`` says whether fvcore and dispatch counted the same."""
-    if record.get("params") is not None:
-        record["params_source"] = "analytic"
-    elif record.get("module_params") is not None:
-        record["params"], record["params_source"] = record["module_params"], "module"
-    if record.get("macs") is not None:
-        record["macs_source"] = "analytic"
-        return record
-    for counter in ("dispatch", "fvcore"):
-        if record.get(f"{counter}_macs") is not None:
-            record["macs"], record["macs_source"] = record[f"{counter}_macs"], counter
-            record["flops"] = 2 * record["macs"]
-            break
-    if record.get("fvcore_macs") is not None and record.get("dispatch_macs") is not None:
-        record["agree"] = record["fvcore_macs"] == record["dispatch_macs"]
-    return record
-
-
-def identity_record(target: Target, batch_size: int) -> dict[str, Any]:
-    """The analytic figures, or the identity columns with empty analytic ones."""
-    from vitbench.analytic import complexity
-
-    if target.spec is not None:
-        record = complexity(target.spec, batch_size).as_record()
-        record["model"] = target.name
-    else:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-            raise SpecError("batch_size", batch_size, "must be a positive integer")
-        height, width = target.img_size
-        record = {
-            "model": target.name,
-            "kind": target.kind,
-            "img_size": height if height == width else f"{height}x{width}",
-            "patch_size": None,
-            "tokens": None,
-            "batch_size": batch_size,
-            "params": None,
-            "macs": None,
-            "flops": None,
-            "attn_matmul_share": None,
-            "elementwise_ops": None,
-        }
-    return {"model": record.pop("model"), "source": target.source, **record}
 
 
 def plan_records(models: Iterable[Any], memory_bytes: int | None = None, batch_size: int | None = None,

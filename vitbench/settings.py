@@ -36,10 +36,12 @@ CLOCKS = ("wall", "cpu")
 ALLOCATORS = ("steady", "system")
 #: the stages of a sweep row
 STAGES = ("analytic", "counters", "predict", "measured")
+#: how a sweep runs: ``local`` = this process; ``gpus`` = one worker per GPU; ``submitit`` = a Slurm job array
+LAUNCHERS = ("local", "gpus", "submitit")
 
 __all__ = [
     "ATTENTIONS", "COUNTERS", "COUNT_METHODS", "DEVICES", "MODES", "OPTIMIZERS", "PRECISIONS",
-    "STAGES", "CLOCKS", "ALLOCATORS", "DEFAULT_RUNS", "RunSettings", "settings_fields",
+    "STAGES", "LAUNCHERS", "CLOCKS", "ALLOCATORS", "DEFAULT_RUNS", "RunSettings", "settings_fields", "check_batch_size",
 ]
 
 BatchSize = Union[int, str]
@@ -54,6 +56,15 @@ def _positive_number(name: str, value: Any, allow_none: bool = True) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise SpecError(name, value, "must be a positive number")
+
+
+def check_batch_size(batch_size: Any, *, auto: bool = False) -> None:
+    """SpecError unless ``batch_size`` is an int in [1, MAX_BATCH_SIZE] (a bool is not an int
+    here), or ``'auto'`` where ``auto`` allows it. Every entry point checks a batch size with this."""
+    if auto and batch_size == "auto":
+        return
+    if not (_is_int(batch_size) and 0 < batch_size <= MAX_BATCH_SIZE):
+        raise SpecError("batch_size", batch_size, f"must be a positive integer up to {MAX_BATCH_SIZE:,}" + (" or 'auto'" if auto else ""))
 
 
 #: the most intra-op threads a run may ask for (libgomp crashed at 100,000)
@@ -120,8 +131,7 @@ class RunSettings:
             if getattr(self, name) not in choices:
                 shown = ", ".join("none" if c is None else c for c in choices)
                 raise SpecError(name, getattr(self, name), f"must be one of {shown}")
-        if self.batch_size != "auto" and not (_is_int(self.batch_size) and 0 < self.batch_size <= MAX_BATCH_SIZE):
-            raise SpecError("batch_size", self.batch_size, f"must be a positive integer up to {MAX_BATCH_SIZE:,} or 'auto'")
+        check_batch_size(self.batch_size, auto=True)
         for name in ("channels_last", "compile", "memory", "isolate", "memory_check"):
             if not isinstance(getattr(self, name), bool):
                 raise SpecError(name, getattr(self, name), "must be true or false")

@@ -92,10 +92,9 @@ def params(spec: ModelSpec) -> int:
 
 def complexity(spec: ModelSpec, batch_size: int = 1) -> Complexity:
     """Exact params, MACs per component and element-wise work for ``batch_size`` images."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-        from vitbench.errors import SpecError
+    from vitbench.settings import check_batch_size
 
-        raise SpecError("batch_size", batch_size, "must be a positive integer")
+    check_batch_size(batch_size)
     module = family(spec)
     components = module.macs_by_component(spec, batch_size)
     return Complexity(

@@ -22,8 +22,7 @@ The formulas live in :mod:`vitbench.analytic`; the report in :mod:`vitbench.repo
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from vitbench.lazy import lazy_exports
 
 #: public name -> the module that defines it (imported on first use)
 _EXPORTS = {
@@ -35,10 +34,8 @@ _EXPORTS = {
     "VERDICTS": "verdicts",
 }
 
+_EXPORTS = {name: f"vitbench.claims.{module}" for name, module in _EXPORTS.items()}
+
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f"vitbench.claims.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module 'vitbench.claims' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -41,7 +41,7 @@ def run(args) -> int:
         from vitbench.results import check_output_path
 
         check_output_path(args.save, "--save")
-    print(f"vitbench: calibrating the CPU (about 30 s)", file=sys.stderr, flush=True)
+    print("vitbench: calibrating the CPU (about 30 s)", file=sys.stderr, flush=True)
     calibration = calibrate("cpu", args.threads, tuple(args.precision))
     paths = [save(calibration)]
     if args.save:

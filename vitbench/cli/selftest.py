@@ -8,6 +8,7 @@ import sys
 
 def register(subparsers) -> None:
     from vitbench.measure.selftest import CHECKS
+    from vitbench.settings import DEVICES
 
     parser = subparsers.add_parser(
         "selftest",
@@ -17,7 +18,7 @@ def register(subparsers) -> None:
         "state = 16 bytes per parameter), an induced OOM, --batch-size auto, a trace, and an "
         "isolated run. Exit code 1 if any check fails.",
     )
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="default: cuda if available, else cpu")
+    parser.add_argument("--device", choices=DEVICES, default="auto", help="default: cuda if available, else cpu")
     parser.add_argument("--only", metavar="CHECK", action="append", choices=CHECKS, help="run only this check (repeatable)")
     parser.set_defaults(handler=run)
 

@@ -17,6 +17,7 @@ from vitbench.cli.common import (
     run_settings_from,
     values_from,
 )
+from vitbench.settings import LAUNCHERS
 
 #: the measured stage's settings: every RunSettings field but the batch size (a grid axis of
 #: its own, --batch-size) and those that make no sense across a grid (per-configuration traces)
@@ -63,7 +64,7 @@ def register(subparsers) -> None:
     run_group.add_argument("--sync-interval", type=float, default=1.0, metavar="SECONDS", help="with --sync interval: seconds between fsyncs (default 1)")
     run_group.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary (automatic bar off when not a TTY or CI=true)")
     launch = parser.add_argument_group("launchers")
-    launch.add_argument("--launcher", choices=("local", "gpus", "submitit"), default="local", help="local (default), gpus (one worker per GPU), submitit (Slurm job array)")
+    launch.add_argument("--launcher", choices=LAUNCHERS, default="local", help="local (default), gpus (one worker per GPU), submitit (Slurm job array)")
     launch.add_argument("--gpus", metavar="I1,I2", help="gpus: the devices (default CUDA_VISIBLE_DEVICES or every CUDA device)")
     launch.add_argument("--jobs", type=positive_int, metavar="N", help="submitit: array size (shards; default 8)")
     launch.add_argument("--parallelism", type=positive_int, metavar="N", help="submitit: array jobs running at once")

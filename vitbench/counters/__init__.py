@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vitbench.errors import SpecError
+from vitbench.settings import COUNTERS, check_batch_size
 
-COUNTERS = ("fvcore", "dispatch")
 
 
 @dataclass(frozen=True)
@@ -79,8 +79,7 @@ def count_detailed(
     from vitbench.models.references import resolve
 
     counters = check_counters(counters)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-        raise SpecError("batch_size", batch_size, "must be a positive integer")
+    check_batch_size(batch_size)
     target = resolve(model, input_size=input_size)
     from vitbench.counters.limits import CountingRefused, counting_refusal
 

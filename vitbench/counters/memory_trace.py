@@ -101,15 +101,15 @@ def _trace(module: Any, input_size: tuple[int, int, int], classes: int | None, b
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from vitbench.measure.workload import make_optimizer, step_loss
     from vitbench.models.inputs import main_output
+    from vitbench.models.step import autocast_dtype, make_optimizer, step_loss
 
     fake_mode = FakeTensorMode()
     fake_module(module, fake_mode)
     tracker = _Tracker()
     for tensor in [*module.parameters(), *module.buffers()]:
         tracker.track(tensor)
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    dtype = autocast_dtype(precision)
     with fake_mode, _dispatch_mode(tracker):
         images = torch.randn(batch, *input_size)
         labels = torch.randint(0, classes, (batch,)) if classes else None

@@ -18,22 +18,15 @@ Importing this package does not import torch.
 
 from __future__ import annotations
 
-from typing import Any
+from vitbench.lazy import lazy_exports
 
-__all__ = ["RunSettings", "measure", "profile", "peak_memory"]
+_EXPORTS = {
+    "RunSettings": "vitbench.settings",
+    "measure": "vitbench.measure.profile",
+    "profile": "vitbench.measure.profile",
+    "peak_memory": "vitbench.measure.memory",
+}
 
+__all__ = list(_EXPORTS)
 
-def __getattr__(name: str) -> Any:
-    if name == "RunSettings":
-        from vitbench.settings import RunSettings
-
-        return RunSettings
-    if name in ("measure", "profile"):
-        from vitbench.measure import profile as module
-
-        return getattr(module, name)
-    if name == "peak_memory":
-        from vitbench.measure.memory import peak_memory
-
-        return peak_memory
-    raise AttributeError(f"module 'vitbench.measure' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

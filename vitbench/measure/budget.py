@@ -80,7 +80,7 @@ def device_memory(device: str) -> tuple[int | None, int | None]:
 
 
 def _bytes(value: int) -> str:
-    from vitbench.reporting.format import binary_bytes
+    from vitbench.units import binary_bytes
 
     return f"{binary_bytes(value)} ({value} B)"
 

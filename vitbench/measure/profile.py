@@ -123,7 +123,7 @@ def profile(
     lists = {k: v for k, v in setting_changes.items() if isinstance(v, (list, tuple))}
     base = (settings or RunSettings()).replace(**{k: v for k, v in setting_changes.items() if k not in lists})
     all_settings = settings_grid(base, **lists)
-    from vitbench.api import resolve_models
+    from vitbench.models.references import resolve_all as resolve_models
     from vitbench.measure.target import measured
 
     targets = [measured(target) for target in resolve_models(models, spec_overrides, input_size=input_size)]

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vitbench.errors import SpecError
+from vitbench.models.step import autocast_dtype, make_optimizer, step_loss
 from vitbench.settings import RunSettings
 from vitbench.specs import ModelSpec, ViTSpec, with_overrides
 
-AUTOCAST_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
 def effective_spec(spec: ModelSpec, settings: RunSettings) -> ModelSpec:
@@ -61,30 +61,6 @@ def _closed(steps: int) -> None:
     raise RuntimeError("workload already closed")
 
 
-def make_optimizer(name: str, parameters):
-    import torch
-
-    if name == "adamw":
-        return torch.optim.AdamW(parameters, lr=1e-4)
-    if name == "sgd-momentum":
-        return torch.optim.SGD(parameters, lr=1e-2, momentum=0.9)
-    return torch.optim.SGD(parameters, lr=1e-2)
-
-
-def step_loss(output, targets):
-    """Cross-entropy for class scores (batch, classes); for any other output (an encoder's
-    hidden states) the mean square, so that backward reaches every parameter."""
-    import torch.nn.functional as F
-
-    from vitbench.models.inputs import main_output
-
-    output = getattr(output, "logits", output)
-    output = main_output(output)
-    if targets is not None and output.dim() == 2:
-        return F.cross_entropy(output, targets)
-    return output.float().pow(2).mean()
-
-
 def build_workload(target, settings: RunSettings, batch_size: int, device: str) -> Workload:
     """Model, random inputs and labels on ``device``; ``run(n)`` performs n steps. ``target``:
     a :class:`vitbench.measure.target.Measured` (or anything that resolves to one)."""
@@ -105,7 +81,7 @@ def build_workload(target, settings: RunSettings, batch_size: int, device: str) 
     inputs = torch.randn(batch_size, c, h, w, device=device).contiguous(memory_format=memory_format)
     targets = torch.randint(0, target.num_classes, (batch_size,), device=device) if target.num_classes else None
     device_type = "cuda" if device.startswith("cuda") else "cpu"
-    dtype = getattr(torch, AUTOCAST_DTYPES[settings.precision]) if settings.precision in AUTOCAST_DTYPES else None
+    dtype = autocast_dtype(settings.precision)
 
     def autocast():
         return torch.autocast(device_type, dtype=dtype) if dtype is not None else contextlib.nullcontext()

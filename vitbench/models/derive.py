@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vitbench.specs import ModelSpec, ResNetSpec, ViTSpec
+from vitbench.specs import ModelSpec, ResNetSpec
 
 Derived = tuple[ModelSpec | None, str | None]
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from vitbench.models.derive_vit import Refused, _bias, _derive, _finish, _is_norm, _name
-from vitbench.specs import SwinSpec
 
 
 def hf_spec(model: Any, img_size: tuple[int, int] | None) -> tuple[Any, str | None]:

@@ -18,8 +18,7 @@ Names load lazily (the store and runner import pandas/torch only when used).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from vitbench.lazy import lazy_exports
 
 _EXPORTS = {
     "SweepFileError": "vitbench.sweeps.schema",
@@ -53,10 +52,4 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'vitbench.sweeps' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -11,15 +11,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vitbench.settings import COUNTERS
+from vitbench.settings import COUNTERS, LAUNCHERS
 from vitbench.sweeps.grid import parse_shard
 from vitbench.sweeps.plan import SweepPlan
 from vitbench.sweeps.run import SweepResult, default_out, execute, resolve_plan
 from vitbench.sweeps.schema import SweepFileError
 from vitbench.sweeps.store import DEFAULT_SYNC_EVERY, DEFAULT_SYNC_INTERVAL_S
-
-LAUNCHERS = ("local", "gpus", "submitit")
-
 
 def sweep(
     source: str | os.PathLike | SweepPlan | None = None,

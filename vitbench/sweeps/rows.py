@@ -80,7 +80,7 @@ class Runner:
                 row.update(self._counters(target, config, row))
             elif target.spec is None:  # no formula: the counted numbers are the row's (as analyze gives)
                 row.update(self._counters(target, replace(config, counters=("dispatch",)), row))
-            from vitbench.api import fill_counted
+            from vitbench.counters.fill import fill_counted
 
             fill_counted(row)
             if "predict" in config.stages:

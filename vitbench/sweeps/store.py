@@ -52,33 +52,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vitbench.errors import InputFileError, VitbenchError
+from vitbench.sweeps.store_layout import (
+    CSV_NAME, DAMAGED_NAME, DEFAULT_SYNC_EVERY, DEFAULT_SYNC_INTERVAL_S, DEFINITION_NAME, FORMAT, LEGACY_SIDECAR,
+    LOCK_NAME, NOFOLLOW, PARQUET_NAME, ROWS_NAME, SCHEMA_VERSION, SYNC_POLICIES, StoreBusyError, StoreError,
+)
 from vitbench.sweeps.jsonl import decode_record, encode_record, fsync_dir, scan, write_all, write_atomic
-
-FORMAT = "vitbench-store"
-SCHEMA_VERSION = 2
-ROWS_NAME = "rows.jsonl"
-DAMAGED_NAME = "rows.damaged.jsonl"
-DEFINITION_NAME = "sweep.json"
-CSV_NAME = "results.csv"
-PARQUET_NAME = "results.parquet"
-LEGACY_SIDECAR = "results.json"
-LOCK_NAME = ".lock"
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # every file the store writes: never through a symlink
-#: ``interval``: group commit (fsync every ``sync_interval_s`` or ``sync_every`` records);
-#: ``always``: one fsync per record
-SYNC_POLICIES = ("interval", "always")
-DEFAULT_SYNC_INTERVAL_S = 1.0
-DEFAULT_SYNC_EVERY = 10_000
-
-
-class StoreError(InputFileError):
-    """A results store that cannot be opened, read or written as asked (exit code 2)."""
-
-
-class StoreBusyError(VitbenchError):
-    exit_code = 2
-
 
 def now_iso() -> str:
     """UTC time with microseconds: distinct for rows written in quick succession."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from vitbench.results import Records
 from vitbench.sweeps.jsonl import CRC_KEY, decode_record, scan
-from vitbench.sweeps.store import (
+from vitbench.sweeps.store_layout import (
     CSV_NAME, DEFINITION_NAME, LEGACY_SIDECAR, ROWS_NAME, SCHEMA_VERSION, StoreError,
 )
 

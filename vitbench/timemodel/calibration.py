@@ -45,12 +45,11 @@ from pathlib import Path
 from typing import Any
 
 from vitbench.errors import VitbenchError
+from vitbench.timemodel.ops import COMPUTE_KERNELS
 
 SCHEMA_VERSION = 2
 GEMM_M = (1, 8, 64, 512, 4096)
 GEMM_KN = (16, 64, 256, 1024, 4096)
-COMPUTE_KERNELS = ("gemm", "bmm", "conv", "conv_backward", "conv_grouped", "conv_grouped_backward", "attention",
-                   "attention_backward")
 PRECISION_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 BASES = ("calibration", "datasheet")
 

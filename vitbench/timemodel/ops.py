@@ -47,6 +47,11 @@ class Op:
     #                      attention, attention_backward, or the operator's name (memory-bound ops)
 
 
+#: the kernels priced by their MACs (a calibrated efficiency each); every other op by its bytes
+COMPUTE_KERNELS = ("gemm", "bmm", "conv", "conv_backward", "conv_grouped", "conv_grouped_backward", "attention",
+                   "attention_backward")
+
+
 def kernel_of(name: str, component: str, args: tuple) -> str:
     """The calibration entry that prices an operator (see :class:`Op`)."""
     if component == "conv" or (component == "optimizer" and name in CONV_OPS):
@@ -260,14 +265,14 @@ def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | N
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     from vitbench.counters.memory_trace import fake_module
-    from vitbench.measure.workload import AUTOCAST_DTYPES, step_loss
     from vitbench.models.inputs import main_output
     from vitbench.models.materialize import light_build
+    from vitbench.models.step import autocast_dtype, step_loss
 
     module = light_build(build)
     fake_mode = FakeTensorMode()
     fake_module(module, fake_mode)
-    dtype = getattr(torch, AUTOCAST_DTYPES[precision]) if precision in AUTOCAST_DTYPES else None
+    dtype = autocast_dtype(precision)
     sizes = [(p.numel(), p.dtype) for p in module.parameters() if p.requires_grad]
     out_ops: dict[int, list[Op]] = {}
     for batch in batches:
@@ -314,7 +319,7 @@ def optimizer_template(optimizer: str, dtype: Any = None) -> list[tuple[Op, Op]]
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from vitbench.measure.workload import make_optimizer
+    from vitbench.models.step import make_optimizer
 
     dtype = dtype or torch.float32
     key = (optimizer, str(dtype))

@@ -233,7 +233,7 @@ class _null:
 
 def time_probes(clock: Callable[[], float] = time.process_time, threads: int = 1, block_s: float = 0.002):
     """Operator samples and step timings of every probe, inference and training."""
-    from vitbench.timemodel.calibration import COMPUTE_KERNELS
+    from vitbench.timemodel.ops import COMPUTE_KERNELS
 
     samples: list[tuple[Any, float]] = []
     steps: list[StepTiming] = []

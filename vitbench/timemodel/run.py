@@ -7,8 +7,6 @@ and the datasheet devices (:data:`vitbench.timemodel.datasheet.DATASHEET_DEVICES
 
 from __future__ import annotations
 
-from vitbench.settings import MAX_BATCH_SIZE, MAX_THREADS
-
 import itertools
 import os
 import time
@@ -17,7 +15,7 @@ from typing import Any
 
 from vitbench.errors import SpecError
 from vitbench.results import Records
-from vitbench.settings import MODES, OPTIMIZERS
+from vitbench.settings import MAX_THREADS, MODES, OPTIMIZERS, check_batch_size
 from vitbench.timemodel.calibration import (
     PRECISION_DTYPES, Calibration, CalibrationError, cache_path, calibrate, default_threads, load, save,
 )
@@ -142,8 +140,8 @@ def _as_list(name: str, value: Any, choices: tuple[str, ...] | None = None) -> l
     for each in values:
         if choices is not None and each not in choices:
             raise SpecError(name, each, f"must be one of {', '.join(choices)}")
-        if name == "batch_size" and (isinstance(each, bool) or not isinstance(each, int) or not 0 < each <= MAX_BATCH_SIZE):
-            raise SpecError(name, each, f"must be a positive integer up to {MAX_BATCH_SIZE:,}")
+        if name == "batch_size":
+            check_batch_size(each)
     return values
 
 
@@ -191,7 +189,8 @@ def predict(
     import torch
 
     from vitbench import __version__
-    from vitbench.api import identity_record, resolve_models
+    from vitbench.analytic.identity import identity_record
+    from vitbench.models.references import resolve_all as resolve_models
     from vitbench.models.target import is_module
     from vitbench.timemodel.model import predict_ops
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from vitbench.errors import SpecError
-from vitbench.settings import ATTENTIONS, MODES, OPTIMIZERS, PRECISIONS
+from vitbench.settings import ATTENTIONS, MODES, OPTIMIZERS, PRECISIONS, check_batch_size
 from vitbench.specs import ModelSpec, ViTSpec
 
 FP32_BYTES = 4
@@ -30,10 +30,7 @@ def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
         raise SpecError(name, value, f"must be one of {', '.join(choices)}")
 
 
-def check_batch(batch_size: Any) -> None:
-    """SpecError unless ``batch_size`` is a positive int (bool excluded)."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-        raise SpecError("batch_size", batch_size, "must be a positive integer")
+check_batch = check_batch_size
 
 
 def check_run(mode: str, precision: str, optimizer: str) -> None:

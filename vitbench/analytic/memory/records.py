@@ -13,7 +13,7 @@ from vitbench.analytic.memory.closed_forms import check_batch, check_run
 from vitbench.analytic.memory.planner import largest_batch, memory_estimate, plan, spec_of, unsupported_reason
 from vitbench.analytic.memory.replay import Profile
 from vitbench.errors import SpecError
-from vitbench.models.target import Target
+from vitbench.specs.target import Target
 from vitbench.results import Records
 
 #: identity columns taken from the analytic complexity record
@@ -110,7 +110,7 @@ def _budget(record: dict[str, Any], memory_bytes: int | None, max_batch: int | N
     """memory_bytes, max_batch_size, fits (and the warning when not one image fits)."""
     if memory_bytes is None:
         return
-    from vitbench.reporting.format import binary_bytes
+    from vitbench.units import binary_bytes
 
     if max_batch == 0:
         warnings.append(f"does not fit: batch size 1 needs {binary_bytes(peak_of(1))}, "

@@ -8,7 +8,7 @@ from vitbench.counters.peers import peer_sentences
 from vitbench.reporting.study.rows import num
 
 if TYPE_CHECKING:
-    from vitbench.reporting.study.build import Report
+    from vitbench.reporting.study.context import Report
 
 
 def section(report: Report) -> bool:

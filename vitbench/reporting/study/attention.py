@@ -9,7 +9,7 @@ from vitbench.reporting import markdown as md
 from vitbench.reporting.study.rows import family, spec_of
 
 if TYPE_CHECKING:
-    from vitbench.reporting.study.build import Report
+    from vitbench.reporting.study.context import Report
 
 MAX_CURVES = 4  # keep the plot readable: the families with the most rows, widest first
 

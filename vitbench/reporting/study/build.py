@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from vitbench.reporting import markdown as md
-from vitbench.reporting.format import Column, render
-from vitbench.reporting.study.rows import analytic_rows
+from vitbench.reporting.study.context import Report, ReportResult
 
 CONVENTIONS = (
     "MACs are multiply-accumulates; FLOPs = 2 x MACs (matmul and convolution); fvcore calls a MAC "
@@ -23,66 +21,6 @@ CONVENTIONS = (
     "number repeats the row's warning (full text in results.csv); measured conclusions use stable "
     "rows only."
 )
-
-
-@dataclass
-class ReportResult:
-    out: Path
-    report: Path
-    plots: list[Path] = field(default_factory=list)
-    tables: list[Path] = field(default_factory=list)
-    conclusions: list[str] = field(default_factory=list)
-    rows: int = 0
-    sweep: Any = None
-
-
-class Report:
-    """What a section reads (records, their analytic rows) and writes (markdown blocks,
-    conclusions, tables, plots)."""
-
-    def __init__(self, records: Sequence[dict[str, Any]], sidecar: dict[str, Any], out: Path, *, sources: bool, plots: bool = True):
-        self.records = list(records)
-        self.draw = plots
-        self.sidecar = sidecar
-        self.out = out
-        self.sources = sources
-        self.doc = md.Document()
-        self.conclusions: list[str] = []
-        self.plots: list[Path] = []
-        self.tables: list[Path] = []
-        self.analytic = analytic_rows(self.records)
-        self.by_key = {r["spec_key"]: r for r in self.analytic if r.get("spec_key")}
-
-    def plot(self, name: str, make: Callable[[Path], Path], alt: str, caption: str) -> None:
-        """Draw a PNG with ``make(path)`` and show it with its caption (unless plots are off)."""
-        if self.draw:
-            self.plots.append(make(self.out / name))
-            self.doc.add(md.image(name, alt, caption))
-
-    def table(self, name: str, rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> None:
-        """A markdown table in the report and the same rows as ``tables/NAME.csv`` (raw units)."""
-        from vitbench.results import atomic_write_text
-
-        self.doc.add(render(rows, "markdown", columns))
-        path = self.out / "tables" / f"{name}.csv"
-        atomic_write_text(path, render(rows, "csv", [c if isinstance(c, str) else c[0] for c in columns]))
-        self.tables.append(path)
-        self.doc.add(f"<sub>Table as CSV (raw units): [tables/{name}.csv](tables/{name}.csv)</sub>")
-
-    def conclude(self, text: str) -> str:
-        self.conclusions.append(text)
-        return text
-
-    def row_for(self, preset: str, **overrides: Any) -> dict[str, Any] | None:
-        """The analytic row of ``preset`` with ``overrides``, when the results have it."""
-        from vitbench.errors import VitbenchError
-        from vitbench.presets import resolve
-        from vitbench.specs import spec_key
-
-        try:
-            return self.by_key.get(spec_key(resolve(preset, **overrides)))
-        except VitbenchError:
-            return None
 
 
 def _sections() -> list[tuple[str, Callable[[Report], bool], bool]]:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from vitbench.reporting.study.rows import num
 
 if TYPE_CHECKING:
-    from vitbench.reporting.study.build import Report
+    from vitbench.reporting.study.context import Report
 
 
 def failures(report: Report) -> bool:

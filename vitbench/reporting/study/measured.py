@@ -12,7 +12,7 @@ from vitbench.reporting.study import pairs as P
 from vitbench.reporting.study.rows import achieved, instability, measured, num, per_image, throughput_band
 
 if TYPE_CHECKING:
-    from vitbench.reporting.study.build import Report
+    from vitbench.reporting.study.context import Report
 
 
 def _series(rows: list[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:

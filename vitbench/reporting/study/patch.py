@@ -8,7 +8,7 @@ from vitbench.reporting import markdown as md
 from vitbench.reporting.study.rows import family, key_without, num, spec_dict
 
 if TYPE_CHECKING:
-    from vitbench.reporting.study.build import Report
+    from vitbench.reporting.study.context import Report
 
 ATTENTION_MODULE = ("qkv", "attn_scores", "attn_values", "attn_proj")
 

@@ -10,7 +10,7 @@ from vitbench.reporting.study.rows import key_without, spec_dict, spec_of
 
 if TYPE_CHECKING:
     from vitbench.analytic.scaling import ResolutionComparison
-    from vitbench.reporting.study.build import Report
+    from vitbench.reporting.study.context import Report
 
 SHOWN = (224, 384, 512)  # resolutions quoted in each line when scanned
 

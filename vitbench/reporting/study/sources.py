@@ -13,7 +13,7 @@ from vitbench.reporting.study.patch import attention_module_per_layer
 from vitbench.reporting.study.rows import per_image, spec_of
 
 if TYPE_CHECKING:
-    from vitbench.reporting.study.build import Report
+    from vitbench.reporting.study.context import Report
 
 
 def notebook_patch(report: Report) -> bool:

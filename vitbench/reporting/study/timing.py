@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from vitbench.reporting.study.rows import measured, num
 
 if TYPE_CHECKING:
-    from vitbench.reporting.study.build import Report
+    from vitbench.reporting.study.context import Report
 
 
 def error_summary(ratios: list[float]) -> tuple[float, float]:
