@@ -57,7 +57,7 @@ def test_cifar_vit_patch4_by_hand():
     # 65^2*512 = 2,163,200; proj 65*512^2 = 17,039,360; fc1 = fc2 = 65*512*2048 = 68,157,440
     # -> 208,798,720; x6 = 1,252,792,320; patch 64*512*48 = 1,572,864; head 512*2 = 1,024
     assert complexity(spec).macs == 1_254_366_208
-    # the notebook reports these parameter counts (seed 000)
+    # the notebook reports these parameter counts (“Vision Transformers: From Theory to Practice”)
     assert [params(resolve(f"cifar-vit/{p}")) for p in (4, 8, 16)] == [18_975_234, 19_024_386, 19_313_154]
 
 

@@ -5,6 +5,9 @@ and the CLI. Expected values are worked out by hand in the comments.
 
 from __future__ import annotations
 
+import csv
+import io
+
 import re
 from pathlib import Path
 
@@ -190,7 +193,16 @@ def test_cli_exit_codes(capsys, tmp_path):
     assert len(err.splitlines()) == 1 and "did you mean 'ch-vitb-flops-224'" in err
 
     assert main(["audit", "--source", "009", "--no-counted"]) == 2
-    assert "matches no claim's document" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "matches no claim's document" in err and "tutorial (003)" in err
+
+    # a document by the name a reader knows it by, and the source column naming it so
+    assert main(["audit", "--format", "csv", "--source", "assignment", "--no-counted"]) == 0
+    by_name = capsys.readouterr().out
+    assert main(["audit", "--format", "csv", "--source", "004", "--no-counted"]) == 0
+    assert capsys.readouterr().out == by_name
+    rows = list(csv.DictReader(io.StringIO(by_name)))
+    assert len(rows) == 3 and all(r["document"] == f"assignment l.{r['line']}" for r in rows)
 
     bad = _catalogue(tmp_path, GOOD.replace("quantity: params", "quantity: nonsense"))
     assert main(["audit", "--catalogue", str(bad)]) == 2

@@ -41,7 +41,7 @@ def test_default_resolutions_include_non_square():
 
 
 def test_complexity_notebook_fvcore_figures_reproduced_exactly():
-    # seed 000: fvcore #flops (its convention: MACs + LayerNorm at 5 per element) and #activations
+    # the notebook “Vision Transformers: From Theory to Practice”: fvcore #flops (its convention: MACs + LayerNorm at 5 per element) and #activations
     expected = {4: (1_256_365_568, 2_232_370), 8: (324_738_560, 544_306), 16: (96_255_488, 156_850)}
     for patch, (flops, activations) in expected.items():
         counted = count(resolve(f"cifar-vit/{patch}"), counters=("fvcore",))

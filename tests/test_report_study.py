@@ -119,15 +119,17 @@ def test_source_sections_only_in_the_default_study(tmp_path):
     assert "Resolution: ViT against CNN" in user and "Source check" not in user
     records, sidecar = read_results(tmp_path / "store")
     default = render_report(records, tmp_path / "default", sidecar=sidecar, command="x", sources=True, plots=False).report.read_text()
-    assert "Source check: ViT-B/16 vs ResNet-50 across resolutions (seed 002)" in default
-    # seed 000 prints 18,975,234 / 19,024,386 / 19,313,154 parameters at P = 4, 8, 16 (000:89,114,134)
+    assert "Source check: ViT-B/16 vs ResNet-50 across resolutions (the chapter “Vision Transformers”)" in default
+    assert "seed 0" not in default  # documents are named by title, never by their internal number
+    # the notebook prints 18,975,234 / 19,024,386 / 19,313,154 parameters at P = 4, 8, 16 (its lines 89, 114, 134)
     assert [complexity(resolve("cifar-vit/4", patch_size=p)).params for p in (4, 8, 16)] == [18975234, 19024386, 19313154]
     assert "equal the notebook's printed ones for 3 of 3 patch sizes" in default
-    # seed 003 gives 21M for every ViT-S; the farthest of ours is ViT-S/32
+    # the tutorial gives 21M for every ViT-S; the farthest of ours is ViT-S/32
     worst = max((complexity(resolve(f"vit-s/{p}")).params for p in (8, 16, 32)), key=lambda n: abs(n - 21e6))
     assert worst == complexity(resolve("vit-s/32")).params
     assert f"at most {100 * (worst - 21e6) / 21e6:+.1f}% (vit-s/32" in default
-    for title in ("CIFAR ViT patch-size study (seed 000)", "ViT-S/B/L/H x /8, /16, /32 (seed 003)"):
+    for title in ("CIFAR ViT patch-size study (the notebook “Vision Transformers: From Theory to Practice”)",
+                  "ViT-S/B/L/H x /8, /16, /32 (the tutorial “Tutorial 4.1: Vision Transformer (ViT)”)"):
         assert title in default and title not in user
 
 
@@ -144,7 +146,7 @@ def test_source_figures_are_numbers():
 def test_parameter_axis_spans_whole_decades():
     from vitbench.reporting import plots
 
-    # the CIFAR ViT: 18,975,234 / 19,024,386 / 19,313,154 parameters at P = 4, 8, 16 (seed 000)
+    # the CIFAR ViT: 18,975,234 / 19,024,386 / 19,313,154 parameters at P = 4, 8, 16 (the notebook)
     groups = [{"label": "cifar-vit", "patch_size": [4, 8, 16], "macs": [1.25e9, 3.2e8, 9.6e7],
                "params": [18_975_234, 19_024_386, 19_313_154]}]
     fig = plots.patch_size_figure(groups)

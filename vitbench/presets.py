@@ -1,7 +1,7 @@
 """Named model specifications, looked up by name with a "did you mean" hint. No torch import.
 
 Paper ViTs (Dosovitskiy et al. 2021; Ti from DeiT), DeiT, torchvision's ResNets, and every model
-in the source documents (../shared/seeds), each with where it comes from.
+in the source documents (vitbench.documents names them by title), each with where it comes from.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from vitbench.documents import cite
 from vitbench.errors import UnknownModelError
 from vitbench.specs import ModelSpec, PlainCNNSpec, ResNetSpec, ViTSpec, with_overrides
 
@@ -47,7 +48,7 @@ for _size, (_dim, _depth, _heads) in VIT_SIZES.items():
             f"vit-{_size}/{_patch}",
             ViTSpec(patch_size=_patch, embed_dim=_dim, depth=_depth, num_heads=_heads),
             f"ViT-{_size.upper() if _size != 'ti' else 'Ti'}/{_patch}, 224 px, 1000 classes",
-            "Dosovitskiy et al. 2021, Table 1 (Ti: Touvron et al. 2021); tutorial 003 variants table",
+            "Dosovitskiy et al. 2021, Table 1 (Ti: Touvron et al. 2021); " + cite("003", "variants table"),
         )
 
 for _size in ("ti", "s", "b"):
@@ -82,7 +83,7 @@ for _patch in (4, 8, 16):
         f"cifar-vit/{_patch}",
         replace(_CIFAR_VIT, patch_size=_patch),
         f"complexity notebook's CIFAR ViT, patch {_patch}: 32 px, dim 512, depth 6, 8 heads, 2 classes",
-        "seed 000 (complexity analysis, In [3])",
+        cite("000", "complexity analysis, In [3]"),
     )
 
 _ABLATION_VIT = ViTSpec(
@@ -99,7 +100,7 @@ for _suffix, _changes, _what in (
         f"ablation-vit{_suffix}",
         replace(_ABLATION_VIT, **_changes),
         f"CIFAR-10 ablation ViT, {_what}: 32 px, patch 8, dim 256, depth 4, 8 heads, MLP 2x",
-        "seed 000 (ablation study, In [7]-[10])",
+        cite("000", "ablation study, In [7]-[10]"),
     )
 
 register(
@@ -109,13 +110,13 @@ register(
         num_classes=10, patch_embed="linear", dropout=0.2,
     ),
     "slides' CIFAR-10 ViT: embed 256, hidden 512, 8 heads, 6 layers, patch 4 (3.2 M params)",
-    "seed 001 (hyperparameters slide)",
+    cite("001", "hyperparameters slide"),
 )
 register(
     "slides-cnn",
     PlainCNNSpec(),
     "slides' CIFAR-10 CNN: 6 conv (32-64, 128-128, 256-256), 3 pools, FC 4096-1024-512-10 (5.9 M)",
-    "seed 001 (CNN - Training slide)",
+    cite("001", "CNN - Training slide"),
 )
 register(
     "chapter-vit-tiny",
@@ -124,7 +125,7 @@ register(
         num_classes=10, dropout=0.1,
     ),
     "textbook chapter's CIFAR-10 ViT-Tiny: 32 px, patch 4, dim 192, depth 6, 3 heads",
-    "seed 002 (Exercise 4 solution, class ViTTiny)",
+    cite("002", "Exercise 4 solution, class ViTTiny"),
 )
 register(
     "chapter-resnet-small",
@@ -133,7 +134,7 @@ register(
         stem="cifar",
     ),
     "textbook chapter's small CIFAR ResNet: 3x3 stem, 3 stages of 2 basic blocks (64/128/256)",
-    "seed 002 (Exercise 4 part d, class SmallResNet)",
+    cite("002", "Exercise 4 part d, class SmallResNet"),
 )
 register(
     "mnist-vit",
@@ -143,14 +144,14 @@ register(
         dropout=0.1,
     ),
     "assignment's MNIST ViT: 28 px, 1 channel, patch 4, embed 64, hidden 128, 4 heads, 3 layers",
-    "seed 004 (model_kwargs; one LayerNorm per block, 65 positions allocated for 49 patches)",
+    cite("004", "model_kwargs; one LayerNorm per block, 65 positions allocated for 49 patches"),
 )
 register(
     "tutorial-vit-imagenette",
     ViTSpec(patch_size=32, embed_dim=384, depth=12, num_heads=6, num_classes=10, dropout=0.1,
             attn_dropout=0.1),
     "tutorial's Imagenette ViT: ViT-S/32 at 224 px with 10 classes",
-    "seed 003 (training section)",
+    cite("003", "training section"),
 )
 
 

@@ -375,8 +375,12 @@ def select(
                 raise UnknownClaimError(name, difflib.get_close_matches(name, by_id, n=3, cutoff=0.5))
             chosen.append(by_id[name])
     if source:
-        files = sorted({c.file for c in claims})
-        chosen = [c for c in chosen if c.file.startswith(source)]
+        from vitbench.documents import DOCUMENTS, number_of
+
+        numbers = {short: number for number, (short, _, _) in DOCUMENTS.items()}
+        prefix = numbers.get(source.lower(), source)
+        chosen = [c for c in chosen if c.file.startswith(prefix)]
         if not chosen:
-            raise CatalogueError("--source", "source", source, f"matches no claim's document; documents: {', '.join(files)}")
+            known = sorted({f"{DOCUMENTS[number_of(c.file)][0]} ({number_of(c.file)})" for c in claims if number_of(c.file) in DOCUMENTS})
+            raise CatalogueError("--source", "source", source, f"matches no claim's document; documents: {', '.join(known)}")
     return chosen

@@ -31,6 +31,7 @@ from vitbench.claims.quantities import QUANTITIES
 from vitbench.claims.recompute import Cache, Candidate, candidates, compute_candidates, counted_value, value_of
 from vitbench.claims.stated import evaluate_formula, format_like
 from vitbench.claims.verdicts import VERDICTS
+from vitbench.documents import where
 from vitbench.results import Records
 
 #: The share of an alternative reading's value a stated figure may differ by and still match it.
@@ -48,6 +49,7 @@ def base_record(claim: Claim) -> dict[str, Any]:
     return {
         "id": claim.id,
         "source": claim.source,
+        "document": where(claim.file, claim.line),
         "file": claim.file,
         "line": claim.line,
         "quote": claim.quote,

@@ -24,8 +24,8 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--claim", nargs="+", action="extend", metavar="ID", dest="claims",
                         help="audit only these claim ids")
-    parser.add_argument("--source", metavar="FILE-PREFIX",
-                        help="audit only claims from documents whose file name starts with this (e.g. 002)")
+    parser.add_argument("--source", metavar="DOCUMENT",
+                        help="audit only claims of one document: notebook, slides, chapter, tutorial, assignment (or its file number, e.g. 002)")
     parser.add_argument("--verdict", choices=VERDICTS,
                         help="show only claims with this verdict")
     parser.add_argument("--catalogue", metavar="FILE", help="audit another claims file (same schema)")

@@ -25,16 +25,17 @@ CONVENTIONS = (
 
 def _sections() -> list[tuple[str, Callable[[Report], bool], bool]]:
     """(title, section, default study only) in report order."""
+    from vitbench.documents import cite
     from vitbench.reporting.study import agreement, attention, listing, measured, memory, patch, resolution, sources, timing
 
     return [
         ("Patch size: MACs and parameters", patch.section, False),
         ("Resolution: ViT against CNN", resolution.section, False),
         ("Attention share of MACs vs token count", attention.section, False),
-        ("Source check: the CIFAR ViT patch-size study (seed 000)", sources.notebook_patch, True),
+        ("Source check: the CIFAR ViT patch-size study (" + cite("000") + ")", sources.notebook_patch, True),
         ("Ablation variants: what each change costs", sources.ablation, False),
-        ("Source check: ViT-B/16 vs ResNet-50 across resolutions (seed 002)", sources.chapter_resolution, True),
-        ("Source check: ViT-S/B/L/H x /8, /16, /32 (seed 003)", sources.variants, True),
+        ("Source check: ViT-B/16 vs ResNet-50 across resolutions (" + cite("002") + ")", sources.chapter_resolution, True),
+        ("Source check: ViT-S/B/L/H x /8, /16, /32 (" + cite("003") + ")", sources.variants, True),
         ("Counter agreement: analytic vs fvcore vs dispatch", agreement.section, False),
         ("Measured: throughput, latency and peak memory vs batch size", measured.section, False),
         ("Predicted vs measured peak memory", memory.section, False),

@@ -1,6 +1,6 @@
 """Sections that set the source documents' figures (vitbench/data/source_figures.yaml) beside
-vitbench's numbers: the notebook's patch-size study (seed 000), its ablation variants, the
-chapter's ViT-B vs ResNet-50 table (seed 002) and the tutorial's ViT variants (seed 003)."""
+vitbench's numbers: the notebook's patch-size study, its ablation variants, the chapter's ViT-B
+vs ResNet-50 table and the tutorial's ViT variants (titles in :mod:`vitbench.documents`)."""
 
 from __future__ import annotations
 
