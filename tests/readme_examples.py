@@ -1,8 +1,8 @@
-"""The README's examples as runnable blocks, for tests/test_readme.py.
+"""The examples of the README and of docs/*.md as runnable blocks, for tests/test_readme.py.
 
-Every fenced ``bash`` and ``python`` block of README.md is an example that must run verbatim, in
-README order, in one scratch directory (later examples use the files earlier ones wrote, as a
-reader following along would). An HTML comment on the line before a fence says otherwise:
+Every fenced ``bash`` and ``python`` block of README.md, then of each page docs/README.md lists
+(in its order), is an example that must run verbatim, in that order, in one scratch directory
+(later examples use the files earlier ones wrote, as a reader following along would). An HTML comment on the line before a fence says otherwise:
 
     <!-- readme: skip REASON -->      not run (REASON says why: a cluster, an install, a server)
     <!-- readme: file NAME -->        not run: its text is written to NAME for later examples
@@ -18,7 +18,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS_INDEX = ROOT / "docs" / "README.md"
 RUNNABLE = ("bash", "python")
 _MARKER = re.compile(r"^\s*<!--\s*readme:\s*(skip|file|exit)\s*(.*?)\s*-->\s*$")
 _FENCE = re.compile(r"^(\s*)```(\w*)\s*$")  # fences inside list items are indented
@@ -26,6 +28,7 @@ _FENCE = re.compile(r"^(\s*)```(\w*)\s*$")  # fences inside list items are inden
 
 @dataclass(frozen=True)
 class Example:
+    path: Path  # the page the example is on
     line: int  # 1-based line of the opening fence
     language: str
     code: str
@@ -36,7 +39,24 @@ class Example:
     @property
     def label(self) -> str:
         first = next((ln for ln in self.code.splitlines() if ln.strip() and not ln.startswith("#")), "")
-        return f"L{self.line}:{first.strip()[:50]}"
+        page = "README" if self.path == README else self.path.stem
+        return f"{page}:L{self.line}:{first.strip()[:50]}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)} line {self.line}"
+
+
+def pages() -> list[Path]:
+    """README.md, then every page docs/README.md links to, in its order."""
+    import re
+
+    linked = re.findall(r"\]\(([\w-]+\.md)\)", DOCS_INDEX.read_text(encoding="utf-8"))
+    return [README, *(DOCS_INDEX.parent / name for name in dict.fromkeys(linked))]
+
+
+def all_examples() -> list[Example]:
+    return [example for page in pages() for example in examples(page)]
 
 
 def examples(path: Path = README) -> list[Example]:
@@ -63,6 +83,6 @@ def examples(path: Path = README) -> list[Example]:
             else:
                 action = kind
         if action == "file" or language in RUNNABLE:
-            out.append(Example(start + 1, language, code, action, argument, exit_code))
+            out.append(Example(path, start + 1, language, code, action, argument, exit_code))
         i = j + 1
     return out

@@ -66,3 +66,38 @@ def test_profile_checks_its_output_before_measuring(tmp_path):
         capture_output=True, text=True, timeout=45,
     )
     assert done.returncode == 2 and "is a folder" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("name, kind", [("base.csv", "csv"), ("base.JSON", "json"), ("base.md", "markdown"), ("base.txt", "table")])
+def test_the_output_file_suffix_picks_the_format_unless_format_is_given(tmp_path, capsys, name, kind):
+    """`analyze ... -o base.csv` wrote a terminal table into base.csv, which `compare` then
+    refused ("no 'model' column"): the suffix now names the format; --format still wins."""
+    import csv
+    import json
+
+    out = tmp_path / name
+    assert main(["analyze", "mnist-vit", "resnet18", "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    if kind == "csv":
+        assert [r["model"] for r in csv.DictReader(text.splitlines())] == ["mnist-vit", "resnet18"]
+    elif kind == "json":
+        assert [r["model"] for r in json.loads(text)["records"]] == ["mnist-vit", "resnet18"]
+    elif kind == "markdown":
+        assert text.startswith("| model") and "|---" in text.replace(" ", "")
+    else:
+        assert text.split()[0] == "model" and "----" in text.splitlines()[1]
+    if kind in ("csv", "json"):  # results files: the gate reads them back
+        assert main(["compare", str(out), str(out), "--fail-on", "params:0"]) == 0
+    assert main(["analyze", "mnist-vit", "--format", "table", "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8").split()[0] == "model" and "," not in out.read_text(encoding="utf-8").splitlines()[0]
+    capsys.readouterr()
+
+
+def test_compare_report_format_follows_its_output_suffix(tmp_path, capsys):
+    base = tmp_path / "base.csv"
+    assert main(["analyze", "mnist-vit", "-o", str(base)]) == 0
+    assert main(["compare", str(base), str(base), "--fail-on", "params:0", "-o", str(tmp_path / "gate.md")]) == 0
+    assert (tmp_path / "gate.md").read_text(encoding="utf-8").startswith("### vitbench compare: PASS")
+    assert main(["compare", str(base), str(base), "--fail-on", "params:0", "-o", str(tmp_path / "gate.txt")]) == 0
+    assert not (tmp_path / "gate.txt").read_text(encoding="utf-8").startswith("###")
+    capsys.readouterr()

@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
             from vitbench.results import check_output_path
 
             check_output_path(args.output, "--output")
+        from vitbench.cli.common import resolve_format
+
+        resolve_format(args)
         return int(args.handler(args) or 0)
     except UsageError as exc:
         error(str(exc))

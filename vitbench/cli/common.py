@@ -114,9 +114,26 @@ def batch_size_int(text: str) -> int:
 MAX_SIZE = 2**60
 
 
+#: the format an output file's suffix asks for when --format is not given
+FORMAT_OF_SUFFIX = {".csv": "csv", ".json": "json", ".md": "markdown", ".markdown": "markdown"}
+
+
 def add_format_argument(parser: argparse.ArgumentParser, default: str = "table") -> None:
-    parser.add_argument("--format", choices=FORMATS, default=default, help=f"output format (default {default})")
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help=f"output format (default: from the -o file's suffix, .csv/.json/.md, else {default})")
     parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    parser.set_defaults(default_format=default)
+
+
+def resolve_format(args: argparse.Namespace) -> None:
+    """``--format`` when given; else the one ``-o FILE``'s suffix names (``-o base.csv`` writes
+    CSV, not a table); else the command's default."""
+    if "format" not in args or args.format is not None:
+        return
+    from pathlib import Path
+
+    suffix = Path(args.output).suffix.lower() if getattr(args, "output", None) else ""
+    args.format = FORMAT_OF_SUFFIX.get(suffix, getattr(args, "default_format", "table"))
 
 
 def emit(args: argparse.Namespace, records, columns=None) -> None:

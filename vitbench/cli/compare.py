@@ -62,9 +62,10 @@ def register(subparsers) -> None:
         action="store_true",
         help="pass when a ruled metric is absent from one side (warned, not failing)",
     )
-    parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
+    parser.add_argument("--format", choices=FORMATS, default=None,
+                        help="output format (default: from the -o file's suffix, .csv/.json/.md, else table)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, default_format="table")
 
 
 def run(args) -> int:

@@ -30,7 +30,7 @@ def register(subparsers) -> None:
         "torchvision:swin_t) is traced on fake tensors (its peak only; the row says so). The "
         "ViT attention kernel is the spec field --attention sdpa (fused: no n x n matrix kept) "
         "or math (keeps it). Bytes in CSV/JSON, KiB/MiB/GiB in tables. "
-        "The model replays PyTorch's CPU kernels (see the README); on CUDA expect the CUDA "
+        "The model replays PyTorch's CPU kernels (see docs/memory.md); on CUDA expect the CUDA "
         "context, cuDNN/cuBLAS workspaces and allocator rounding on top.",
     )
     add_model_arguments(parser)

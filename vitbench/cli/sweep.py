@@ -42,7 +42,7 @@ def register(subparsers) -> None:
         "comma-separated (list-valued fields such as --layers take ';' between alternatives). "
         "MACs are multiply-accumulates; FLOPs = 2 x MACs.",
     )
-    parser.add_argument("sweep_file", nargs="?", metavar="SWEEP_FILE", help="a YAML or TOML sweep file (see README: sweep files)")
+    parser.add_argument("sweep_file", nargs="?", metavar="SWEEP_FILE", help="a YAML or TOML sweep file (see docs/sweeps.md)")
     parser.add_argument("--model", "--models", dest="models", metavar="M1,M2", help="comma-separated presets or references (see `vitbench models`)")
     add_override_arguments(parser, "grid axes", "grid_")
     parser.add_argument("--batch-size", dest="batch_sizes", metavar="B1,B2", help="comma-separated batch sizes (default 1)")

@@ -7,7 +7,7 @@ fresh pages (page faults and kernel zeroing, counted in the step's time) or from
 memory depends on the process's allocation history. On a 2-core VM with a busy process beside
 it, the gate experiment's per-run median CPU time per step varied by 12-22% (CV) from one worker
 process to the next, while blocks within one process agreed within 1%; with the thresholds
-fixed, by 1.2-8.8% (``tests/test_measure_gate_e2e.py``; README, "compare").
+fixed, by 1.2-8.8% (``tests/test_measure_gate_e2e.py``; docs/gate.md).
 
 ``steady`` (the default) fixes them, as a long-running process with a caching allocator
 (jemalloc, tcmalloc; the CUDA caching allocator on the GPU) would see: chunks up to
