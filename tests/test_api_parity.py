@@ -52,6 +52,7 @@ def test_validate(capsys):
     cli = cli_rows(capsys, "validate", "mnist-vit", "--img-size", "28", "--batch-sizes", "1", "--all")
     api = api_rows(vitbench.validate(["mnist-vit"], resolutions=[28], batch_sizes=[1]))
     assert cli and stable(cli) == stable(api)
+    assert cli[0]["img_size"] == 28  # the identity every command writes (validate wrote "28x28")
 
 
 def test_plan_traces_a_model_without_a_memory_formula_in_both(capsys):

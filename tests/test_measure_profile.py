@@ -373,3 +373,28 @@ def test_a_capped_run_records_the_process_peak_rss_beside_the_tensors_peak():
 
     own = int(Path("/proc/self/status").read_text().split("VmHWM:")[1].split()[0]) * 1024
     assert r["peak_rss_bytes"] <= own  # measured in this process: its high-water mark so far
+
+
+def test_what_could_not_be_counted_is_a_warning_not_silence():
+    """measure/target.py swallowed the counter's and the meta forward's exceptions: the row lost
+    its params, macs and mfu with nothing saying why."""
+    import torch
+
+    class NeedsTwoImages(torch.nn.Module):  # as a batch-statistics layer would: batch 1 fails
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(3 * 8 * 8, 10)
+
+        def forward(self, x):
+            if x.shape[0] < 2:
+                raise ValueError("expected more than 1 value per channel when training")
+            return self.fc(x.flatten(1))
+
+    from vitbench.api import resolve_models
+
+    (target,) = resolve_models([NeedsTwoImages()], input_size=(3, 8, 8))
+    r = measure(target, RunSettings(**{**FAST, "batch_size": 2}))
+    assert r["status"] == "ok" and r.get("params") is None and r.get("macs") is None
+    counted = [w for w in r["warnings"] if w.startswith("parameters and MACs could not be counted")]
+    width = [w for w in r["warnings"] if w.startswith("the output width could not be found")]
+    assert len(counted) == len(width) == 1 and "ValueError: expected more than 1 value" in counted[0]

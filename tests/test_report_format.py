@@ -96,3 +96,23 @@ def test_booleans_say_true_and_false():
     assert render(rows, "csv").splitlines()[1] == "a,true,false"
     assert "| a       | true      | false     |" in render(rows, "markdown")
     assert json.loads(render(rows, "json"))["records"][0]["compile"] is True
+
+
+def test_one_csv_encoding_for_every_writer(tmp_path):
+    """`--format csv`, a store's export and Records.to_csv gave different text for the same
+    records ("[0.1, 0.2]" against "[0.1,0.2]"); now one cell encoder writes them all."""
+    from vitbench.results import Records
+    from vitbench.sweeps.export import csv_bytes
+
+    records = [
+        {"model": "m", "params": 2**63 + 1, "samples_s": [0.1, 0.2], "cv": 0.1 + 0.2, "ok": True, "none": None},
+        {"model": "n", "params": 3, "samples_s": [], "cv": float("nan"), "ok": False, "none": None},
+    ]
+    expected = (
+        "model,params,samples_s,cv,ok,none\n"
+        "m,9223372036854775809,\"[0.1,0.2]\",0.30000000000000004,true,\n"
+        "n,3,[],,false,\n"
+    )
+    assert render(records, "csv") == expected
+    assert Records(records).to_csv() == expected
+    assert csv_bytes(records, chunk=1).decode("utf-8") == expected  # the store's export, chunked

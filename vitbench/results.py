@@ -104,7 +104,8 @@ def check_output_path(path: str | os.PathLike, field: str = "file") -> Path:
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, field: str = "file") -> None:
-    """Write to a temporary file in the same folder, fsync, then rename over ``path``: a reader
+    """Write to a temporary file in the same folder, fsync, rename over ``path``, fsync the
+    folder (the same guarantee as :func:`vitbench.sweeps.jsonl.write_atomic`): a reader
     (or a crash) sees the old file or the new one, never half of one. The file gets the usual
     permissions (0666 less the umask), not the temporary file's 0600. Only a regular file is
     ever replaced (:func:`check_output_path`); a file-system failure is one
@@ -125,6 +126,9 @@ def atomic_write_text(path: str | os.PathLike, text: str, field: str = "file") -
             os.fsync(handle.fileno())
         check_output_path(path, field)  # still not replaced by something else meanwhile
         os.replace(tmp, path)
+        from vitbench.sweeps.jsonl import fsync_dir
+
+        fsync_dir(path.parent)  # the rename itself survives a power cut, as the store's writes do
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

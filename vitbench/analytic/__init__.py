@@ -9,6 +9,7 @@ from types import ModuleType
 
 from vitbench.analytic import cnn, convnext, swin, vit
 from vitbench.specs import ModelSpec, ViTSpec
+from vitbench.specs.target import img_size_cell
 
 #: The formula module of each spec kind: each has params(spec), macs_by_component(spec, batch)
 #: and elementwise_by_kind(spec, batch).
@@ -62,7 +63,7 @@ class Complexity:
         record: dict[str, Any] = {
             "model": spec.name,
             "kind": spec.kind,
-            "img_size": spec.img_size[0] if spec.img_size[0] == spec.img_size[1] else f"{spec.img_size[0]}x{spec.img_size[1]}",
+            "img_size": img_size_cell(spec.img_size),
             "patch_size": getattr(spec, "patch_size", None),
             "tokens": self.tokens,
             "batch_size": self.batch_size,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from vitbench.settings import check_batch_size
-from vitbench.specs.target import Target
+from vitbench.specs.target import Target, img_size_cell
 
 
 def identity_record(target: Target, batch_size: int) -> dict[str, Any]:
@@ -22,7 +22,7 @@ def identity_record(target: Target, batch_size: int) -> dict[str, Any]:
         record = {
             "model": target.name,
             "kind": target.kind,
-            "img_size": height if height == width else f"{height}x{width}",
+            "img_size": img_size_cell((height, width)),
             "patch_size": None,
             "tokens": None,
             "batch_size": batch_size,

@@ -21,7 +21,7 @@ def _alpha(text: str) -> float:
 
 def register(subparsers) -> None:
     from vitbench.gate import DEFAULT_ALPHA, DEFAULT_RULES
-    from vitbench.reporting.gate import FORMATS
+    from vitbench.reporting.format import FORMATS
 
     parser = subparsers.add_parser(
         "compare",

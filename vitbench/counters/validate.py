@@ -18,6 +18,7 @@ from typing import Any
 from vitbench.models.target import Target
 from vitbench.results import Records
 from vitbench.specs import ModelSpec, PlainCNNSpec, ResNetSpec, ViTSpec
+from vitbench.specs.target import img_size_cell
 
 DEFAULT_FVCORE_BUDGET_MACS = 20_000_000_000
 
@@ -97,10 +98,9 @@ def check(target: Target, batch: int, counters: Sequence[str], fvcore_budget_mac
             active.remove("fvcore")
             notes.append(f"fvcore skipped: {expected:.3g} MACs over the budget")
     counted = count_detailed(target, batch, active or ("dispatch",), activations=False)
-    height, width = target.img_size
     record: dict[str, Any] = {
         "model": target.name,
-        "img_size": f"{height}x{width}",
+        "img_size": img_size_cell(target.img_size),
         "batch_size": batch,
         "params": analytic.params if analytic else None,
         "module_params": counted.module_params,

@@ -64,7 +64,7 @@ def measure(model: Any, settings: RunSettings | None = None) -> dict[str, Any]:
         record.update(prediction_columns(target, run_settings, record["batch_size"]))
     used = threads or state.get("machine_cpus") or 1
     record["warnings"] = unique_warnings(
-        thread_warnings, state_warnings(state, used), record.get("warnings"), extra,
+        thread_warnings, state_warnings(state, used), list(target.notes), record.get("warnings"), extra,
     )
     return record
 

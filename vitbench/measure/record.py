@@ -7,17 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from vitbench.settings import RunSettings
+from vitbench.specs.target import img_size_cell
 
 #: Columns of the default table view of ``vitbench profile``.
 TABLE_COLUMNS = [
     "model", "batch_size", "device", "mode", "precision", "status", "throughput_img_s",
     "latency_p50_s", "latency_p90_s", "latency_cv", "peak_memory_bytes", "attention_kernel", "mfu",
 ]
-
-
-def img_size_cell(img_size: tuple[int, int]) -> int | str:
-    """224 for a square image, '224x320' otherwise."""
-    return img_size[0] if img_size[0] == img_size[1] else f"{img_size[0]}x{img_size[1]}"
 
 
 def base_record(target, settings: RunSettings, device: str) -> dict[str, Any]:

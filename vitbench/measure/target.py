@@ -24,6 +24,8 @@ class Measured:
     macs: int | None  # per image, forward pass
     macs_source: str | None  # 'analytic' | 'dispatch'
     num_classes: int | None  # width of a (batch, classes) output; None: the output is not logits
+    #: what could not be found out about the model, and what the row lacks for it (row warnings)
+    notes: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -93,17 +95,23 @@ class Measured:
         return replace(self, target=replace(resolve(spec), overrides=self.target.overrides))
 
 
-def _counted(target) -> tuple[int | None, int | None, int | None]:
-    """(parameters, MACs per image, output classes) counted on the meta device; None for what
-    cannot be counted."""
+def _reason(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:200]
+
+
+def _counted(target) -> tuple[int | None, int | None, int | None, tuple[str, ...]]:
+    """(parameters, MACs per image, output classes, notes) counted on the meta device; None for
+    what cannot be counted, and a note saying so (the row still runs)."""
     params = macs = classes = None
+    notes: list[str] = []
     try:
         from vitbench.counters import count
 
         counted = count(target, 1, ("dispatch",))
         params, macs = counted.get("module_params"), counted.get("dispatch_macs")
-    except Exception:  # the row still runs, without a size
-        pass
+    except Exception as exc:  # noqa: BLE001 - the row still runs, without a size
+        notes.append(f"parameters and MACs could not be counted ({_reason(exc)}): the row has no "
+                     "params, macs, flops_per_s or mfu; `vitbench analyze` on the model shows the cause")
     try:
         import torch
 
@@ -118,9 +126,10 @@ def _counted(target) -> tuple[int | None, int | None, int | None]:
         with torch.no_grad():
             out = main_output(module.eval()(torch.empty(1, *target.input_size, device="meta")))
         classes = int(out.shape[-1]) if out.dim() == 2 else None
-    except Exception:
-        pass
-    return params, macs, classes
+    except Exception as exc:  # noqa: BLE001 - the row still runs, with the mean-square loss
+        notes.append(f"the output width could not be found on the meta device ({_reason(exc)}): a "
+                     "training step uses the mean-square loss of the output instead of cross-entropy")
+    return params, macs, classes, tuple(notes)
 
 
 def measured(target) -> Measured:
@@ -133,8 +142,8 @@ def measured(target) -> Measured:
             return Measured(target, result.params, result.macs, "analytic", target.spec.num_classes)
         except Exception:  # a family without formulas: count it
             pass
-    params, macs, classes = _counted(target)
-    return Measured(target, params, macs, "dispatch" if macs is not None else None, classes)
+    params, macs, classes, notes = _counted(target)
+    return Measured(target, params, macs, "dispatch" if macs is not None else None, classes, notes)
 
 
 def resolve_measured(model: Any) -> Measured:

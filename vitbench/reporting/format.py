@@ -13,16 +13,13 @@ markdown, the key in CSV and JSON.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 from collections.abc import Sequence
 from typing import Any, Union
 
 from vitbench.errors import SpecError
 from vitbench.reporting import marks
-from vitbench.units import binary_bytes, is_missing as _missing, seconds, si
+from vitbench.units import binary_bytes, seconds, si
 
 FORMATS = ("table", "csv", "json", "markdown")
 
@@ -83,18 +80,6 @@ def columns_of(
     return [(k, k) for k in seen]
 
 
-def _raw(value: Any) -> Any:
-    """A CSV cell: the value itself; None/NaN empty; booleans true/false; lists and dicts as
-    JSON text."""
-    if _missing(value):
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, default=str)
-    return value
-
-
 def _jsonable(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -119,8 +104,9 @@ def _cells(record: dict[str, Any], cols: Sequence[tuple[str, str]]) -> list[str]
     return cells
 
 
-def _escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def markdown_escape(text: object) -> str:
+    """A markdown table cell: a pipe escaped, a line break a space."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def render(
@@ -136,17 +122,15 @@ def render(
         from vitbench.results import to_json
 
         return to_json([{k: _jsonable(r.get(k)) for k in keys} for r in records])
-    if fmt == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(keys)
-        writer.writerows([_raw(r.get(k)) for k in keys] for r in records)
-        return buffer.getvalue()
+    if fmt == "csv":  # the one cell encoder: the same text as the store's export and Records.to_csv
+        from vitbench.results import csv_text
+
+        return csv_text(records, keys)
     from tabulate import tabulate
 
     rows = [_cells(r, cols) for r in records]
     headers = [h for _, h in cols]
     if fmt == "markdown":
-        rows = [[_escape(c) for c in row] for row in rows]
-        headers = [_escape(h) for h in headers]
+        rows = [[markdown_escape(c) for c in row] for row in rows]
+        headers = [markdown_escape(h) for h in headers]
     return tabulate(rows, headers=headers, tablefmt="github" if fmt == "markdown" else "simple", disable_numparse=True)

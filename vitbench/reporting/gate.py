@@ -11,9 +11,9 @@ from typing import Any
 
 from vitbench.gate.rules import is_rate
 from vitbench.gate.result import TEST_NAME, CompareResult
-from vitbench.reporting.format import humanize, render as render_records, si
+from vitbench.reporting.format import humanize, markdown_escape, si
+from vitbench.reporting.format import render as render_records
 
-FORMATS = ("table", "markdown", "json", "csv")
 
 #: Markdown tables longer than this are folded into a <details> block (failures are listed
 #: above it in full).
@@ -100,10 +100,6 @@ def _notes(result: CompareResult) -> list[tuple[str, list[str]]]:
     return notes
 
 
-def _escape(text: str) -> str:
-    return str(text).replace("|", "\\|")
-
-
 def render(result: CompareResult, fmt: str = "table") -> str:
     """The comparison as ``table`` (terminal), ``markdown`` (pull-request comment), ``json`` or
     ``csv`` (one row per configuration and metric, raw values)."""
@@ -127,7 +123,7 @@ def render(result: CompareResult, fmt: str = "table") -> str:
         else:
             out.append(body)
         for title, items in notes:
-            out += ["", f"**{title}**", ""] + [f"- {_escape(i)}" for i in items]
+            out += ["", f"**{title}**", ""] + [f"- {markdown_escape(i)}" for i in items]
         out += ["", f"<sub>Matched on {', '.join(result.key_columns)}. Timing regressions need the "
                 f"threshold exceeded and p < {result.alpha:g} ({TEST_NAME}; at least 2 runs a side, "
                 "else the threshold alone decides).</sub>"]

@@ -61,6 +61,12 @@ class Target:
         return self.spec.kind if self.spec is not None else "module"
 
 
+def img_size_cell(img_size: tuple[int, int]) -> int | str:
+    """The ``img_size`` column of every row: 224 for a square image, '224x320' otherwise."""
+    height, width = img_size
+    return height if height == width else f"{height}x{width}"
+
+
 def reference_value(name: str, value: Any) -> str:
     """A value as a reference keyword argument takes it back (384, 224x320, depths=2-2-6-2,
     true/false): the spec fields' own text form."""
@@ -86,4 +92,4 @@ def input_size_of(img_size: Any, in_chans: int = 3) -> tuple[int, int, int]:
     return in_chans, int(img_size[0]), int(img_size[1])
 
 
-__all__ = ["SOURCES", "EXTRAS", "Target", "reference_value", "is_module", "input_size_of"]
+__all__ = ["SOURCES", "EXTRAS", "Target", "reference_value", "is_module", "input_size_of", "img_size_cell"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from vitbench.sweeps.store import CSV_NAME, ROWS_NAME, Store, StoreError, now_iso
+from vitbench.sweeps.store_read import grid_order
 
 #: Columns ignored when deciding whether two rows of the same id conflict.
 VOLATILE_COLUMNS = ("completed_at", "elapsed_s", "index", "study", "warnings")
@@ -47,13 +48,6 @@ def _comparable(row: dict[str, Any]) -> dict[str, Any]:
         k: v for k, v in row.items()
         if k not in VOLATILE_COLUMNS and not k.startswith(VOLATILE_PREFIXES) and v not in ("", None)
     }
-
-
-def _order(row: dict[str, Any]) -> tuple:
-    index = row.get("index")
-    if isinstance(index, float) and index.is_integer():
-        index = int(index)
-    return (index if isinstance(index, int) and not isinstance(index, bool) else 1 << 62, str(row.get("id", "")))
 
 
 def check_definitions(infos: Sequence[tuple[str, dict[str, Any]]], allow_foreign: bool) -> tuple[str | None, list[str]]:
@@ -144,7 +138,7 @@ def merge(
                 continue
             kept[key], origin[key] = row, str(source)
     fingerprint, definition_warnings = check_definitions(infos, allow_foreign)
-    rows_sorted = sorted(kept.values(), key=_order)
+    rows_sorted = sorted(kept.values(), key=grid_order)
     missing, coverage_warnings = coverage(rows_sorted, infos)
     warnings = definition_warnings + warnings + coverage_warnings
     metas = [info.get("sweep") or {} for _, info in infos]

@@ -88,7 +88,7 @@ def latest_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
         kept.pop(key, None)
         kept[key] = row
     problems = [f"{path}: {len(damaged)} damaged record(s) skipped (line {', '.join(map(str, damaged[:10]))})"] if damaged else []
-    rows = [{c: row.get(c) for c in columns} for row in sorted(kept.values(), key=_order)]
+    rows = [{c: row.get(c) for c in columns} for row in sorted(kept.values(), key=grid_order)]
     return rows, problems
 
 
@@ -109,7 +109,7 @@ def stream_latest(path: Path, *, single_definition: bool = True) -> tuple[list[s
             continue
         row.pop(CRC_KEY, None)
         columns.update(dict.fromkeys(row))
-        key = _order(row)
+        key = grid_order(row)
         in_order = in_order and (previous is None or key > previous)
         previous = key
     problems = [f"{path}: {len(damaged)} damaged record(s) skipped (line {', '.join(map(str, damaged[:10]))})"] if damaged else []
@@ -127,7 +127,7 @@ def stream_latest(path: Path, *, single_definition: bool = True) -> tuple[list[s
             if row is not None and "id" in row:
                 key = str(row["id"])
                 last.pop(key, None)
-                last[key] = (_order(row), offset)
+                last[key] = (grid_order(row), offset)
         offsets = [offset for _, offset in sorted(last.values())]
         del last
         with open(path, "rb") as handle:
@@ -169,8 +169,12 @@ def stored_ids(directory: str | os.PathLike) -> set[str]:
     return {str(row["id"]) for _, _, _, row in scan(path) if row is not None and "id" in row}
 
 
-def _order(row: dict[str, Any]) -> tuple:
+def grid_order(row: dict[str, Any]) -> tuple:
+    """Sort key of a stored row: its grid index (a float that is an integer counts, as a CSV
+    read back gives it), rows without one last, then its id."""
     index = row.get("index")
+    if isinstance(index, float) and index.is_integer():
+        index = int(index)
     return (index if isinstance(index, int) and not isinstance(index, bool) else 1 << 62, str(row.get("id", "")))
 
 

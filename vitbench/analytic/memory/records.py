@@ -13,7 +13,7 @@ from vitbench.analytic.memory.closed_forms import check_batch, check_run
 from vitbench.analytic.memory.planner import largest_batch, memory_estimate, plan, spec_of, unsupported_reason
 from vitbench.analytic.memory.replay import Profile
 from vitbench.errors import SpecError
-from vitbench.specs.target import Target
+from vitbench.specs.target import Target, img_size_cell
 from vitbench.results import Records
 
 #: identity columns taken from the analytic complexity record
@@ -39,7 +39,7 @@ def identity_record(model: Any, batch_size: int | None) -> dict[str, Any]:
         "model": target.name if target is not None else spec.name,
         "source": target.source if target is not None else "spec",
         "kind": getattr(spec, "kind", None) or (target.kind if target is not None else None),
-        "img_size": height if height == width else f"{height}x{width}",
+        "img_size": img_size_cell((height, width)),
         "patch_size": getattr(spec, "patch_size", None),
         "batch_size": batch_size,
         "params": None,
