@@ -36,27 +36,28 @@ def test_default_threads_are_the_free_cores_and_an_explicit_count_is_kept():
     idle = {"machine_cpus": 8, "machine_busy_cores": 0.1}
     assert choose_threads(RunSettings(device="cpu"), "cpu", idle) == (8, [])
     threads, warnings = choose_threads(RunSettings(device="cpu", threads=2), "cpu", busy)
-    assert threads == 2 and len(warnings) == 1 and "--threads 1" in warnings[0]
+    assert threads == 2 and [w["code"] for w in warnings] == ["threads-compete"] and "--threads 1" in warnings[0]["advice"]
     assert choose_threads(RunSettings(device="cpu", threads=1), "cpu", busy) == (1, [])
     assert choose_threads(RunSettings(device="auto"), "cuda", busy) == (None, [])  # torch's default
 
 
 def test_warning_when_other_processes_use_the_cores_this_run_needs():
     state = {"machine_cpus": 2, "machine_busy_cores": 1.6, "machine_loadavg_1m": 3.4}
-    (text,) = state_warnings(state, threads=1)
-    assert "busy machine" in text and "1.6 of 2 cores" in text and "load average 3.4" in text
-    assert "idle machine" in text  # says what to do
-    assert "fewer --threads" in state_warnings(state, threads=2)[0]
+    (found,) = state_warnings(state, threads=1)
+    assert found["code"] == "busy-machine"
+    assert "busy machine" in found["message"] and "1.6 of 2 cores" in found["message"] and "load average 3.4" in found["message"]
+    assert "idle machine" in found["advice"]  # says what to do
+    assert "fewer --threads" in state_warnings(state, threads=2)[0]["advice"]
     assert state_warnings({"machine_cpus": 2, "machine_busy_cores": 0.2}, threads=1) == []
     assert state_warnings({"machine_cpus": 2, "machine_busy_cores": 0.2}, threads=2) == []
 
 
 def test_governor_and_gpu_warnings():
-    (text,) = state_warnings({"machine_cpus": 4, "machine_busy_cores": 0.0, "machine_governor": "powersave"}, 1)
-    assert "'powersave'" in text and "performance" in text
+    (found,) = state_warnings({"machine_cpus": 4, "machine_busy_cores": 0.0, "machine_governor": "powersave"}, 1)
+    assert found["code"] == "cpu-governor" and "'powersave'" in found["message"] and "performance" in found["advice"]
     assert state_warnings({"machine_cpus": 4, "machine_busy_cores": 0.0, "machine_governor": "performance"}, 1) == []
-    (text,) = state_warnings({"machine_cpus": 4, "machine_busy_cores": 0.0, "machine_gpu_other_processes": 2}, 1)
-    assert "2 other process(es) on the GPU" in text
+    (found,) = state_warnings({"machine_cpus": 4, "machine_busy_cores": 0.0, "machine_gpu_other_processes": 2}, 1)
+    assert found["code"] == "gpu-shared" and "2 other process(es) on the GPU" in found["message"]
 
 
 def test_parse_nvidia_smi_compute_apps():

@@ -33,7 +33,7 @@ def test_pool_by_hand():
     assert row["peak_memory_bytes"] == 10  # the first run's memory pass
     # the pooled spread includes the runs' disagreement: larger than any run's own CV
     assert row["latency_cv"] > max(statistics.stdev(s) / statistics.fmean(s) for s in (a, b, c))
-    assert any("unstable between runs" in w for w in row["warnings"])
+    assert any(w["code"] == "unstable-runs" and "unstable between runs" in w["message"] and "--runs" in w["advice"] for w in row["warnings"])
 
 
 def test_a_failed_first_run_is_the_row():
@@ -46,10 +46,11 @@ def test_stability_warnings():
     steady = [1.00, 1.01, 0.99, 1.00, 1.02, 0.98]
     assert timing_warnings(steady, [1.0, 1.01, 0.995], threads=1) == []
     assert run_cv([1.0]) is None
-    (text,) = timing_warnings(steady, [1.0, 1.3, 1.0], threads=1)
-    assert "unstable between runs" in text and "+30%" in text and "--runs" in text
+    (found,) = timing_warnings(steady, [1.0, 1.3, 1.0], threads=1)
+    assert found["code"] == "unstable-runs" and "unstable between runs" in found["message"] and "+30%" in found["message"]
+    assert "--runs" in found["advice"]
     noisy = [1.0, 1.5, 0.7, 2.0, 1.1, 0.9]
-    assert any(w.startswith("unstable timing") for w in timing_warnings(noisy, [1.0], threads=None))
+    assert [w["code"] for w in timing_warnings(noisy, [1.0], threads=None)] == ["unstable-steps"]
 
 
 @pytest.mark.slow

@@ -51,9 +51,9 @@ def test_stability_warning_only_when_spread_is_large():
     steady = summarize([1.00, 1.01, 0.99, 1.00, 1.02, 0.98])
     assert stability_warning(steady) is None
     noisy = summarize([1.0, 1.5, 0.7, 2.0, 1.1, 0.9])
-    text = stability_warning(noisy)
-    assert text is not None and "unstable" in text
-    assert "--threads" in text and "--min-time" in text  # says what to do
+    found = stability_warning(noisy)
+    assert found is not None and found["code"] == "unstable-steps" and "unstable" in found["message"]
+    assert "--threads" in found["advice"] and "--min-time" in found["advice"]  # says what to do
 
 
 # --------------------------------------------------------------------------- significance

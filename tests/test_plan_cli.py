@@ -91,7 +91,7 @@ def test_nothing_fits_is_a_row_with_a_warning(capsys):
     assert code == 0
     row = json.loads(out)["records"][0]
     assert row["max_batch_size"] == 0 and row["fits"] is False
-    assert len(row["warnings"]) == 1 and row["warnings"][0].startswith("does not fit: batch size 1 needs")
+    assert [w["code"] for w in row["warnings"]] == ["does-not-fit"] and row["warnings"][0]["message"].startswith("does not fit: batch size 1 needs")
 
 
 def test_overrides_and_optimizers_change_the_plan(capsys):
@@ -166,7 +166,7 @@ def test_a_model_without_a_memory_formula_is_a_row_with_the_reason():
     assert row["model"] == "swin" and row["batch_size"] == 8
     assert row["params"] == get_weight("Swin_T_Weights.IMAGENET1K_V1").meta["num_params"]
     assert row["pred_peak_memory_bytes"] is None and row["max_batch_size"] is None and row["fits"] is None
-    assert len(row["warnings"]) == 1 and row["warnings"][0].startswith("no memory formula for swin models")
+    assert [w["code"] for w in row["warnings"]] == ["memory-unavailable"] and row["warnings"][0]["message"].startswith("no memory formula for swin models")
     with pytest.raises(SpecError) as info:
         memory_estimate(spec, 1)
     assert info.value.field == "model" and "vitbench profile" in str(info.value)
@@ -228,10 +228,10 @@ def test_a_live_module_is_traced_and_its_row_says_so():
     assert best > 1 and row["pred_peak_memory_bytes"] <= 2**20 and row["fits"] is True
     [bigger] = plan_records(targets, batch_size=best + 1, trace=trace_target)
     assert bigger["pred_peak_memory_bytes"] > 2**20
-    assert len(row["warnings"]) == 1 and row["warnings"][0].startswith("memory prediction traced on fake tensors")
+    assert [w["code"] for w in row["warnings"]] == ["memory-traced"] and row["warnings"][0]["message"].startswith("memory prediction traced on fake tensors")
     assert row["pred_weights_bytes"] is None  # the trace gives the peak only
     [untraced] = plan_records(targets, memory_bytes=2**20)
-    assert untraced["pred_peak_memory_bytes"] is None and untraced["warnings"][0].startswith("no memory formula")
+    assert untraced["pred_peak_memory_bytes"] is None and untraced["warnings"][0]["message"].startswith("no memory formula")
 
 
 def test_a_reference_with_a_replayed_spec_says_whose_module_was_replayed():
@@ -244,7 +244,7 @@ def test_a_reference_with_a_replayed_spec_says_whose_module_was_replayed():
     assert row["model"] == "torchvision:vit_b_16" and row["source"] == "torchvision"
     assert row["pred_peak_memory_bytes"] == memory_estimate(target.spec, 4).peak_bytes == memory_estimate(resolve("vit-b/16"), 4).peak_bytes
     assert row["params"] == get_weight("ViT_B_16_Weights.IMAGENET1K_V1").meta["num_params"]
-    assert len(row["warnings"]) == 1 and "vitbench's equivalent vit module" in row["warnings"][0]
+    assert [w["code"] for w in row["warnings"]] == ["memory-equivalent-module"] and "vitbench's equivalent vit module" in row["warnings"][0]["message"]
 
 
 def test_plan_records_api_traces_what_the_replay_does_not_cover_like_the_cli(capsys):

@@ -365,7 +365,12 @@ def tiny(width=16):
 '''
 
 
-@pytest.mark.parametrize("reference", ["py:mymodels:tiny", "py:./mymodels.py:tiny", "py:sub/other.py:tiny", "py:mymodels:tiny+width=32"])
+@pytest.mark.parametrize("reference", [
+    "py:mymodels:tiny", "py:./mymodels.py:tiny",
+    # the same path with a subfolder and with keyword arguments: 3.5 s each (a fresh process)
+    pytest.param("py:sub/other.py:tiny", marks=pytest.mark.slow),
+    pytest.param("py:mymodels:tiny+width=32", marks=pytest.mark.slow),
+])
 def test_py_reference_from_the_current_directory_or_a_file(tmp_path, reference):
     """``vitbench`` as a console script does not put the current directory on sys.path: a
     ``py:`` module is found there all the same, and a ``.py`` file is taken by its path."""

@@ -62,7 +62,9 @@ def run(args) -> int:
         epochs=args.epochs, dataset_size=args.dataset_size, price_per_hour=args.price_per_hour,
         measured=args.measured, overrides=overrides_from(args), on_calibrate=_notice,
     )
-    for warning in dict.fromkeys(w for r in records for w in (r.get("warnings") or ())):
+    from vitbench.row_warnings import texts
+
+    for warning in dict.fromkeys(w for r in records for w in texts(r.get("warnings"))):
         _notice(f"warning: {warning}")
     for row in records:
         if row.get("status") == "error":

@@ -36,7 +36,9 @@ def _report(row) -> None:
     label = f"{row['model']} (batch {row['batch_size']}, {row['mode']}, {row['precision']})"
     if row.get("error"):
         print(f"vitbench: {row['status']}: {label}: {row['error']}", file=sys.stderr)
-    for warning in row.get("warnings") or ():
+    from vitbench.row_warnings import texts
+
+    for warning in texts(row.get("warnings")):
         print(f"vitbench: warning: {label}: {warning}", file=sys.stderr)
 
 

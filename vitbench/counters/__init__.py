@@ -150,7 +150,9 @@ def module_table(
         if component and not component.startswith("other:"):
             record["component"] = component  # the analytic component this module computes
         if note:
-            record["warnings"] = [note]
+            from vitbench.row_warnings import warning
+
+            record["warnings"] = [warning("counter-note", note)]
         records.append(record)
     return records
 

@@ -24,6 +24,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from vitbench import row_warnings
 from vitbench.errors import InputFileError, SpecError
 from vitbench.gate.matching import (
     Group, group, is_missing, key_columns, key_text, labels, number, present_columns,
@@ -367,12 +368,6 @@ def _recorded_warnings(
     out: list[str] = []
     for k in common:
         for role, grouped in (("baseline", base_groups[k]), ("current", cur_groups[k])):
-            texts: list[str] = []
-            for row in grouped.rows:
-                value = row.get("warnings")
-                if isinstance(value, (list, tuple)):
-                    texts += [str(v) for v in value if not is_missing(v)]
-                elif not is_missing(value):
-                    texts.append(str(value))
-            out += [f"{role} {names[k]}: {text}" for text in dict.fromkeys(texts)]
+            lines = [text for row in grouped.rows for text in row_warnings.texts(row.get("warnings"))]
+            out += [f"{role} {names[k]}: {text}" for text in dict.fromkeys(lines)]
     return out

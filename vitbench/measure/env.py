@@ -124,10 +124,14 @@ def choose_threads(settings: RunSettings, device: str, state: dict[str, Any]) ->
     if settings.threads is not None:
         warnings = []
         if settings.threads > free:
-            warnings.append(
+            from vitbench.row_warnings import warning
+
+            warnings.append(warning(
+                "threads-compete",
                 f"--threads {settings.threads} but only {free} of {cpus} cores are free: the "
-                f"threads compete with other processes; consider --threads {free}"
-            )
+                "threads compete with other processes",
+                f"consider --threads {free}",
+            ))
         return settings.threads, warnings
     if device.startswith("cuda"):
         return None, []

@@ -18,6 +18,8 @@ import subprocess
 import time
 from typing import Any
 
+from vitbench.row_warnings import warning
+
 #: seconds over which the CPU time of other processes is sampled
 BUSY_WINDOW_S = 0.5
 
@@ -187,7 +189,7 @@ def machine_state(device: str = "cpu", window_s: float = BUSY_WINDOW_S) -> dict[
     return state
 
 
-def state_warnings(state: dict[str, Any], threads: int) -> list[str]:
+def state_warnings(state: dict[str, Any], threads: int) -> list[dict[str, str]]:
     """Warnings (with advice) about a machine state that makes timings slower or noisier:
     other processes on the cores this measurement needs, a power-saving CPU governor, other
     processes on the GPU."""
@@ -196,23 +198,26 @@ def state_warnings(state: dict[str, Any], threads: int) -> list[str]:
     load = state.get("machine_loadavg_1m")
     if busy is not None and busy + threads > cpus + 0.5:
         shown = f", load average {load:.1f}" if load is not None else ""
-        warnings.append(
+        warnings.append(warning(
+            "busy-machine",
             f"busy machine: other processes use {busy:.1f} of {cpus} cores{shown}, and this run "
-            f"uses {threads} thread(s): timings are slower and noisier than on an idle machine; "
-            + ("measure on an idle machine, or with fewer --threads and more --runs" if threads > 1
-               else "measure on an idle machine, or with more --runs")
-        )
+            f"uses {threads} thread(s): timings are slower and noisier than on an idle machine",
+            "measure on an idle machine, or with fewer --threads and more --runs" if threads > 1
+            else "measure on an idle machine, or with more --runs",
+        ))
     governor = state.get("machine_governor")
     if governor and governor != "performance":
-        warnings.append(
-            f"CPU frequency governor is {governor!r}: the clock speed varies while measuring; "
+        warnings.append(warning(
+            "cpu-governor",
+            f"CPU frequency governor is {governor!r}: the clock speed varies while measuring",
             "set it to 'performance' (e.g. `sudo cpupower frequency-set -g performance`, or "
-            "`python -m pyperf system tune`)"
-        )
+            "`python -m pyperf system tune`)",
+        ))
     others = state.get("machine_gpu_other_processes")
     if others:
-        warnings.append(
-            f"{others} other process(es) on the GPU: they share its compute and memory; "
-            "stop them before measuring (nvidia-smi lists them)"
-        )
+        warnings.append(warning(
+            "gpu-shared",
+            f"{others} other process(es) on the GPU: they share its compute and memory",
+            "stop them before measuring (nvidia-smi lists them)",
+        ))
     return warnings

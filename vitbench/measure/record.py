@@ -80,12 +80,9 @@ def timing_columns(samples: Sequence[float], batch_size: int) -> dict[str, Any]:
     }
 
 
-def unique_warnings(*lists: Sequence[str] | None) -> list[str]:
+def unique_warnings(*lists: Sequence[Any] | None) -> list[dict[str, str]]:
     """Warnings of several lists as one list, each once, in order of first appearance (the
-    ``warnings`` column is a list of one-line warnings, each with its advice)."""
-    out: list[str] = []
-    for warnings in lists:
-        for text in warnings or ():
-            if text and text not in out:
-                out.append(text)
-    return out
+    ``warnings`` column: ``{"code", "message", "advice"}`` objects, :mod:`vitbench.row_warnings`)."""
+    from vitbench.row_warnings import merge
+
+    return merge(*lists)

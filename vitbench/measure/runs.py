@@ -42,26 +42,32 @@ def measure_runs(target, settings: RunSettings, device: str) -> dict[str, Any]:
 
     in_worker = settings.in_worker and target.portable
     records: list[dict[str, Any]] = []
-    warnings: list[str] = []
+    from vitbench.row_warnings import merge, warning
+
+    warnings: list[dict[str, str]] = []
     if settings.in_worker and not target.portable:
-        warnings.append(
-            f"a live nn.Module is measured in this process: its {settings.runs} run(s) are not "
-            "isolated (pass a reference such as py:module:function to run them in workers)"
-        )
+        warnings.append(warning(
+            "not-isolated",
+            f"a live nn.Module is measured in this process: its {settings.runs} run(s) are not isolated",
+            "pass a reference such as py:module:function to run them in workers",
+        ))
     current = settings
     for index in range(settings.runs):
         record = run_in_worker(target, current, device) if in_worker else measure_run(target, current, device)
         records.append(record)
         if record.get("status") != "ok":
             if index > 0:
-                warnings.append(f"run {index + 1} of {settings.runs} failed ({record.get('status')}: {record.get('error')}); pooled the others")
+                warnings.append(warning(
+                    "run-failed",
+                    f"run {index + 1} of {settings.runs} failed ({record.get('status')}: {record.get('error')}); pooled the others",
+                ))
                 records.pop()
             break
         if index == 0:
             current = _later_settings(settings, record)
     pooled = pool(records, settings)
     pooled["isolate"] = in_worker
-    pooled["warnings"] = [*warnings, *(pooled.get("warnings") or [])]
+    pooled["warnings"] = merge(warnings, pooled.get("warnings"))
     return pooled
 
 
@@ -158,7 +164,9 @@ def roofline_columns(target, settings: RunSettings, record: dict[str, Any]) -> d
     try:
         per_kind = forward_intensity(target.spec, record["batch_size"], settings.precision, settings.channels_last)
     except Exception as exc:  # context, not the measurement: never lose the row over it
-        out["warnings"] = [f"arithmetic intensity failed: {exc.__class__.__name__}: {exc}"]
+        from vitbench.row_warnings import warning
+
+        out["warnings"] = [warning("intensity-failed", f"arithmetic intensity failed: {exc.__class__.__name__}: {exc}")]
         return out
     out.update(intensity_columns(per_kind, roof.ridge))
     return out

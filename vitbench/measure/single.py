@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from vitbench.errors import VitbenchError
+from vitbench.row_warnings import warning
 from vitbench.settings import RunSettings
 
 #: with --batch-size auto: how many batches are measured, from the memory model's (or the
@@ -118,7 +119,7 @@ def measure_batch(target, settings: RunSettings, device: str, batch: int, cap) -
     from vitbench.measure.workload import build_workload
 
     out: dict[str, Any] = {}
-    warnings: list[str] = []
+    warnings: list[dict[str, str]] = []
     workload = None
 
     def optional(what: str, fn):
@@ -127,7 +128,7 @@ def measure_batch(target, settings: RunSettings, device: str, batch: int, cap) -
             return fn()
         except Exception as exc:
             failed = error_text(exc)
-        warnings.append(f"{what} failed: {failed}")
+        warnings.append(warning("pass-failed", f"{what} failed: {failed}"))
         release_memory(device)
         return None
 
@@ -152,7 +153,7 @@ def measure_batch(target, settings: RunSettings, device: str, batch: int, cap) -
         if settings.memory or cap.limit_bytes is not None:
             out.update(optional("peak memory pass", lambda: memory.measure_workload_memory(workload)) or {})
             if out.get("memory_breakdown_error"):
-                warnings.append(f"memory breakdown unavailable: {out['memory_breakdown_error']}")
+                warnings.append(warning("memory-breakdown", f"memory breakdown unavailable: {out['memory_breakdown_error']}"))
         if settings.trace_dir:
             name = trace.run_name(target.name, batch, settings.mode, settings.precision, device)
             out["trace_files"] = optional("trace", lambda: trace.write_trace(workload, settings.trace_dir, name))
@@ -164,7 +165,7 @@ def measure_batch(target, settings: RunSettings, device: str, batch: int, cap) -
     peak = out.get("peak_memory_bytes")
     if cap.limit_bytes is not None:
         if peak is None:
-            warnings.append(f"the peak was not measured, so the memory limit of {cap.limit_bytes} B is not verified")
+            warnings.append(warning("memory-cap-unverified", f"the peak was not measured, so the memory limit of {cap.limit_bytes} B is not verified"))
         elif peak > cap.limit_bytes:
             raise PeakOverLimit(peak, cap.limit_bytes, batch)
     return out, warnings
@@ -240,7 +241,7 @@ def measure_auto(target, settings: RunSettings, device: str, cap, budget: int | 
     from vitbench.measure.autobatch import find_max_batch
     from vitbench.measure.budget import planned_batch
 
-    warnings: list[str] = []
+    warnings: list[dict[str, str]] = []
     planned = planned_batch(target, settings, budget) if budget is not None else None
     record["batch_size_plan"] = planned
     probes: list[list[Any]] = []
@@ -256,13 +257,15 @@ def measure_auto(target, settings: RunSettings, device: str, cap, budget: int | 
         # level fixed before them; the measured peak is what is checked against the limit
         cap.rebase()
         if search.hit_limit:
-            warnings.append(f"--batch-size auto reached max_batch_size={settings.max_batch_size}; larger batches may fit")
+            warnings.append(warning("auto-batch-limit", f"--batch-size auto reached max_batch_size={settings.max_batch_size}",
+                                    "larger batches may fit: raise --max-batch-size"))
         start = search.batch_size
     else:
         record["auto_method"] = "plan"
         start = min(planned, settings.max_batch_size)
         if planned > settings.max_batch_size:
-            warnings.append(f"--batch-size auto stopped at max_batch_size={settings.max_batch_size}; the memory model fits {planned}")
+            warnings.append(warning("auto-batch-limit", f"--batch-size auto stopped at max_batch_size={settings.max_batch_size}",
+                                    f"the memory model fits {planned}: raise --max-batch-size"))
     batch, result, reasons = start, None, []
     for _ in range(AUTO_ATTEMPTS):
         if batch < 1:
@@ -278,7 +281,8 @@ def measure_auto(target, settings: RunSettings, device: str, cap, budget: int | 
         raise MemoryError(("not even batch size 1 fits (--batch-size auto)" if batch <= 1 else
                            f"no batch from {start} down to {batch} fits (--batch-size auto)") + (f"; last: {reasons[-1]}" if reasons else ""))
     if batch != start:
-        warnings.append(f"batch {start} from --batch-size auto did not fit when measured ({reasons[0]}); measured at {batch}")
+        warnings.append(warning("auto-batch-stepped-down",
+                                f"batch {start} from --batch-size auto did not fit when measured ({reasons[0]}); measured at {batch}"))
     columns, pass_warnings = result
     return batch, columns, warnings + pass_warnings
 
@@ -297,7 +301,7 @@ def measure_run(target, settings: RunSettings, device: str) -> dict[str, Any]:
 
     target = effective_target(target, settings)
     record = base_record(target, settings, device)
-    warnings: list[str] = []
+    warnings: list[dict[str, str]] = []
     failure: tuple[str, str] | None = None
     capped = False
     steps = None

@@ -8,6 +8,7 @@ import statistics
 from collections.abc import Sequence
 
 from vitbench.measure.stats import UNSTABLE_SPREAD, stability_warning, summarize
+from vitbench.row_warnings import warning
 
 
 def run_cv(run_medians: Sequence[float]) -> float | None:
@@ -21,7 +22,7 @@ def run_cv(run_medians: Sequence[float]) -> float | None:
 def timing_warnings(
     samples: Sequence[float], run_medians: Sequence[float], threads: int | None,
     threshold: float = UNSTABLE_SPREAD,
-) -> list[str]:
+) -> list[dict[str, str]]:
     """Warnings for pooled ``samples`` and the ``run_medians`` they came from: the spread of the
     steps (CV or IQR / median above ``threshold``) and the spread between runs (CV of the run
     medians above ``threshold``; the runs' slowest median more than 2 x threshold above their
@@ -34,12 +35,13 @@ def timing_warnings(
     if cv is not None:
         fastest, slowest = min(run_medians), max(run_medians)
         if cv > threshold or slowest > fastest * (1 + 2 * threshold):
-            out.append(
+            out.append(warning(
+                "unstable-runs",
                 f"unstable between runs: the {len(run_medians)} run medians vary by CV {cv:.1%} "
                 f"(slowest {slowest / fastest - 1:+.0%} over the fastest); something else used the "
-                "machine during some runs: rerun with more --runs on an idle machine, and compare "
-                "only against results measured the same way"
-            )
+                "machine during some runs",
+                "rerun with more --runs on an idle machine, and compare only against results measured the same way",
+            ))
     return out
 
 
@@ -47,14 +49,15 @@ def timing_warnings(
 TIME_SHARED = 0.85
 
 
-def time_sharing_warnings(cpu_share: float | None, threads: int) -> list[str]:
+def time_sharing_warnings(cpu_share: float | None, threads: int) -> list[dict[str, str]]:
     """A warning when the measured threads got less than ``TIME_SHARED`` of the CPU time they
     could have used (``cpu_share`` = CPU seconds / (wall seconds x threads))."""
     if cpu_share is None or cpu_share >= TIME_SHARED:
         return []
-    return [
+    return [warning(
+        "time-shared",
         f"time-shared: the {threads} thread(s) got {cpu_share:.0%} of the CPU time they could use "
-        "(other processes took the rest): wall-clock latency and throughput are inflated; "
+        "(other processes took the rest): wall-clock latency and throughput are inflated",
         "cpu_latency_p50_s (CPU seconds per step) changes much less with the load; measure on "
-        "an idle machine for wall-clock figures"
-    ]
+        "an idle machine for wall-clock figures",
+    )]

@@ -72,16 +72,19 @@ def summarize(samples: Sequence[float]) -> LatencyStats:
 
 def stability_warning(
     stats: LatencyStats, threshold: float = UNSTABLE_SPREAD, threads: int | None = None
-) -> str | None:
+) -> dict[str, str] | None:
     """A warning with advice when the spread exceeds ``threshold`` (CV or IQR / median)."""
     spread = max(stats.cv, stats.relative_iqr)
     if spread <= threshold:
         return None
+    from vitbench.row_warnings import warning
+
     hint = "rerun with --threads N (fewer than the cores)" if threads is None else "rerun"
-    return (
+    return warning(
+        "unstable-steps",
         f"unstable timing: CV {stats.cv:.1%}, IQR/median {stats.relative_iqr:.1%} over "
-        f"{stats.n} samples (> {threshold:.0%}); {hint}, a longer --min-time, and close other "
-        "programs using the device"
+        f"{stats.n} samples (> {threshold:.0%})",
+        f"{hint}, a longer --min-time, and close other programs using the device",
     )
 
 

@@ -11,7 +11,7 @@ the module itself). A live module cannot: it is measured in the calling process.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vitbench.specs import spec_from_dict, spec_key, spec_to_dict
@@ -25,7 +25,7 @@ class Measured:
     macs_source: str | None  # 'analytic' | 'dispatch'
     num_classes: int | None  # width of a (batch, classes) output; None: the output is not logits
     #: what could not be found out about the model, and what the row lacks for it (row warnings)
-    notes: tuple[str, ...] = ()
+    notes: tuple[dict[str, str], ...] = field(default=(), compare=False)
 
     @property
     def name(self) -> str:
@@ -99,19 +99,21 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:200]
 
 
-def _counted(target) -> tuple[int | None, int | None, int | None, tuple[str, ...]]:
+def _counted(target) -> tuple[int | None, int | None, int | None, tuple[dict[str, str], ...]]:
     """(parameters, MACs per image, output classes, notes) counted on the meta device; None for
     what cannot be counted, and a note saying so (the row still runs)."""
     params = macs = classes = None
-    notes: list[str] = []
+    from vitbench.row_warnings import warning
+
+    notes: list[dict[str, str]] = []
     try:
         from vitbench.counters import count
 
         counted = count(target, 1, ("dispatch",))
         params, macs = counted.get("module_params"), counted.get("dispatch_macs")
     except Exception as exc:  # noqa: BLE001 - the row still runs, without a size
-        notes.append(f"parameters and MACs could not be counted ({_reason(exc)}): the row has no "
-                     "params, macs, flops_per_s or mfu; `vitbench analyze` on the model shows the cause")
+        notes.append(warning("not-counted", f"parameters and MACs could not be counted ({_reason(exc)}): the row has no "
+                             "params, macs, flops_per_s or mfu", "`vitbench analyze` on the model shows the cause"))
     try:
         import torch
 
@@ -127,8 +129,8 @@ def _counted(target) -> tuple[int | None, int | None, int | None, tuple[str, ...
             out = main_output(module.eval()(torch.empty(1, *target.input_size, device="meta")))
         classes = int(out.shape[-1]) if out.dim() == 2 else None
     except Exception as exc:  # noqa: BLE001 - the row still runs, with the mean-square loss
-        notes.append(f"the output width could not be found on the meta device ({_reason(exc)}): a "
-                     "training step uses the mean-square loss of the output instead of cross-entropy")
+        notes.append(warning("output-width-unknown", f"the output width could not be found on the meta device ({_reason(exc)}): a "
+                             "training step uses the mean-square loss of the output instead of cross-entropy"))
     return params, macs, classes, tuple(notes)
 
 

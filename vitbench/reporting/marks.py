@@ -5,10 +5,11 @@ torch.utils.benchmark.Compare flags a noisy measurement. Used by the table rende
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from vitbench import row_warnings
 
 #: timing columns, in the order a marker prefers them (the first one shown carries it)
 TIMING = (
@@ -20,33 +21,27 @@ MEMORY = ("peak_memory_bytes", "pred_peak_memory_bytes", "mem_activations_bytes"
 
 @dataclass(frozen=True)
 class Rule:
-    """Warnings matching ``pattern`` qualify the first shown column of ``columns``."""
+    """Warnings with one of ``codes`` qualify the first shown column of ``columns``."""
 
-    pattern: re.Pattern[str]
+    codes: frozenset[str]
     columns: tuple[str, ...]
     label: str
 
 
 RULES = (
-    Rule(re.compile(r"unstable", re.I), TIMING, "unstable"),
-    Rule(re.compile(r"\bload\b|oversubscri|busy machine", re.I), TIMING, "busy machine"),
-    Rule(re.compile(r"on the GPU", re.I), TIMING, "shared GPU"),
-    Rule(re.compile(r"governor", re.I), TIMING, "governor"),
-    Rule(re.compile(r"memory (prediction|breakdown)", re.I), MEMORY, "memory"),
-    Rule(re.compile(r"max_batch_size|batch-size auto", re.I), ("batch_size",), "auto batch"),
-    Rule(re.compile(r"arithmetic intensity", re.I), ("arith_intensity", "bound", "mfu"), "intensity"),
+    Rule(frozenset({"unstable-steps", "unstable-runs"}), TIMING, "unstable"),
+    Rule(frozenset({"busy-machine"}), TIMING, "busy machine"),
+    Rule(frozenset({"gpu-shared"}), TIMING, "shared GPU"),
+    Rule(frozenset({"cpu-governor"}), TIMING, "governor"),
+    Rule(frozenset({"memory-breakdown", "memory-equivalent-module", "memory-traced"}), MEMORY, "memory"),
+    Rule(frozenset({"auto-batch-limit", "auto-batch-stepped-down"}), ("batch_size",), "auto batch"),
+    Rule(frozenset({"intensity-failed"}), ("arith_intensity", "bound", "mfu"), "intensity"),
 )
 
 
 def warnings_of(record: dict[str, Any]) -> list[str]:
-    """The record's warnings as a list: a list is taken as is; a string (a CSV cell written
-    before warnings were lists) is one warning; None/NaN/empty is none."""
-    value = record.get("warnings")
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return []
-    if isinstance(value, str):
-        return [value] if value.strip() else []
-    return [str(w) for w in value if w]
+    """The record's warnings, one line each (message; advice), whatever form the cell has."""
+    return row_warnings.texts(record.get("warnings"))
 
 
 #: warnings that make a timing unfit to conclude from (a CPU governor only adds a marker)
@@ -55,9 +50,10 @@ UNFIT = ("unstable", "busy machine", "shared GPU")
 
 def timing_warnings(record: dict[str, Any]) -> list[str]:
     """The record's warnings that make its timing unfit to conclude from: unstable timing, a
-    busy machine, other processes on the GPU."""
-    rules = [r for r in RULES if r.label in UNFIT]
-    return [w for w in warnings_of(record) if any(r.pattern.search(w) for r in rules)]
+    busy machine, other processes on the GPU (matched by code)."""
+    unfit = set().union(*(r.codes for r in RULES if r.label in UNFIT))
+    value = record.get("warnings")
+    return [text for text, found in zip(row_warnings.texts(value), row_warnings.code_sets(value)) if found & unfit]
 
 
 def _number(value: Any) -> float | None:
@@ -92,21 +88,22 @@ def short(warning: str, limit: int = 60) -> str:
 
 def marks(record: dict[str, Any], shown: Sequence[str]) -> tuple[dict[str, str], list[str]]:
     """({column: marker text} for the shown columns the warnings qualify, [warnings that qualify
-    no shown column]). A warning text may match several rules (a '; '-joined string)."""
+    no shown column]). A warning's code decides its column, never its wording."""
     out: dict[str, list[str]] = {}
     loose = []
-    for warning in warnings_of(record):
+    value = record.get("warnings")
+    for text, found in zip(row_warnings.texts(value), row_warnings.code_sets(value)):
         placed = False
         for rule in RULES:
             column = next((c for c in rule.columns if c in shown), None)
-            if column is None or not rule.pattern.search(warning):
+            if column is None or not found & rule.codes:
                 continue
             placed = True
             marker = _marker(rule, record)
             if marker not in out.setdefault(column, []):
                 out[column].append(marker)
         if not placed:
-            loose.append(warning)
+            loose.append(text)
     return {column: " ".join(texts) for column, texts in out.items()}, loose
 
 

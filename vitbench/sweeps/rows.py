@@ -13,6 +13,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from vitbench.row_warnings import merge
 from vitbench.sweeps.grid import Config
 from vitbench.sweeps.plan import SweepPlan
 
@@ -85,11 +86,11 @@ class Runner:
             fill_counted(row)
             if "predict" in config.stages:
                 predicted = self._predict(target, config)
-                row["warnings"] = (_as_list(row.get("warnings")) + _as_list(predicted.pop("warnings", None))) or None
+                row["warnings"] = merge(row.get("warnings"), predicted.pop("warnings", None)) or None
                 row.update(predicted)
             if "measured" in config.stages:
                 measured = _measured(target, config)
-                warnings = _as_list(row.get("warnings")) + _as_list(measured.get("warnings"))
+                warnings = merge(row.get("warnings"), measured.get("warnings"))
                 row.update(measured)
                 row["warnings"] = warnings or None
                 row["status"] = measured.get("status") or "ok"
@@ -116,12 +117,6 @@ class Runner:
 
             self._counter_cache[key] = dict(count_record(target, config.batch_size, list(config.counters), analytic if "macs" in analytic else None))
         return self._counter_cache[key]
-
-
-def _as_list(value: Any) -> list[Any]:
-    if not value:
-        return []
-    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def _measured(target: Any, config: Config) -> dict[str, Any]:

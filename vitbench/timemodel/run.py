@@ -15,6 +15,7 @@ from typing import Any
 
 from vitbench.errors import SpecError
 from vitbench.results import Records
+from vitbench.row_warnings import warning
 from vitbench.settings import MAX_THREADS, MODES, OPTIMIZERS, check_batch_size
 from vitbench.timemodel.calibration import (
     PRECISION_DTYPES, Calibration, CalibrationError, cache_path, calibrate, default_threads, load, save,
@@ -61,7 +62,7 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
 
     device = check_device(device)
     precisions = tuple(precisions)
-    warnings: list[str] = []
+    warnings: list[dict[str, str]] = []
     if isinstance(calibration, Calibration):
         return calibration, warnings
     if device in DATASHEET_DEVICES and calibration is None:
@@ -88,7 +89,7 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
             if found.threads == threads:
                 return found, warnings
         except CalibrationError as exc:
-            warnings.append(f"cached calibration {path} refused ({exc}); recalibrated")
+            warnings.append(warning("calibration-refused", f"cached calibration {path} refused ({exc}); recalibrated"))
     if on_calibrate is not None:
         on_calibrate(f"calibrating the CPU at {threads} thread{'s' if threads > 1 else ''} "
                      f"(once per machine, thread count and torch version; about 30 s); it will be saved to {path}")
@@ -96,7 +97,8 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
     try:
         save(made, path)
     except OSError as exc:
-        warnings.append(f"calibration not saved to {path}: {exc.strerror or exc}")
+        warnings.append(warning("calibration-not-saved", f"calibration not saved to {path}: {exc.strerror or exc}",
+                                "it is made again on the next prediction; make the cache folder writable"))
     return made, warnings
 
 
@@ -251,7 +253,7 @@ def predict(
             row.update(training_cost(step_s, batch, epochs, dataset_size, price_per_hour))
             row["cost_basis"] = "measured" if seen is not None else "predicted"
             if run_mode != "train":
-                row_warnings.append("training cost from an inference step: use --mode train for training")
+                row_warnings.append(warning("cost-from-inference", "training cost from an inference step", "use --mode train for training"))
         row.update(status="ok", error=None, warnings=row_warnings, **environment)
         records.append(row)
     return records

@@ -13,6 +13,7 @@ from vitbench.analytic.memory.closed_forms import check_batch, check_run
 from vitbench.analytic.memory.planner import largest_batch, memory_estimate, plan, spec_of, unsupported_reason
 from vitbench.analytic.memory.replay import Profile
 from vitbench.errors import SpecError
+from vitbench.row_warnings import warning
 from vitbench.specs.target import Target, img_size_cell
 from vitbench.results import Records
 
@@ -89,7 +90,7 @@ def plan_records(
         elif trace is not None and isinstance(model, Target):
             record = _traced_record(model, reason, trace, memory_bytes, batch_size, mode, precision, optimizer)
         else:
-            record = _unsupported_record(model, [reason], memory_bytes, batch_size, mode, precision, optimizer)
+            record = _unsupported_record(model, [warning("memory-unavailable", reason)], memory_bytes, batch_size, mode, precision, optimizer)
         records.append(record)
     return records
 
@@ -106,15 +107,15 @@ def _run_columns(mode: str, precision: str, optimizer: str, attention: str | Non
 
 
 def _budget(record: dict[str, Any], memory_bytes: int | None, max_batch: int | None,
-            peak_of: Callable[[int], int], warnings: list[str]) -> None:
+            peak_of: Callable[[int], int], warnings: list[dict[str, str]]) -> None:
     """memory_bytes, max_batch_size, fits (and the warning when not one image fits)."""
     if memory_bytes is None:
         return
     from vitbench.units import binary_bytes
 
     if max_batch == 0:
-        warnings.append(f"does not fit: batch size 1 needs {binary_bytes(peak_of(1))}, "
-                        f"more than {binary_bytes(memory_bytes)}")
+        warnings.append(warning("does-not-fit", f"does not fit: batch size 1 needs {binary_bytes(peak_of(1))}, "
+                                f"more than {binary_bytes(memory_bytes)}"))
     record["memory_bytes"] = memory_bytes
     record["max_batch_size"] = max_batch
     record["fits"] = record["pred_peak_memory_bytes"] <= memory_bytes
@@ -129,10 +130,10 @@ def _replayed_record(model, spec, memory_bytes, batch_size, mode, precision, opt
     record = identity_record(model, shown)
     record.update(_run_columns(mode, precision, optimizer, estimate.attention))
     record.update(estimate.as_record())
-    warnings: list[str] = []
+    warnings: list[dict[str, str]] = []
     if isinstance(model, Target) and model.source not in ("preset", "spec"):
-        warnings.append(f"memory prediction of vitbench's equivalent {spec.kind} module, replayed "
-                        f"(the {model.source} module's allocations may differ)")
+        warnings.append(warning("memory-equivalent-module", f"memory prediction of vitbench's equivalent {spec.kind} module, replayed "
+                                f"(the {model.source} module's allocations may differ)"))
     _budget(record, memory_bytes, max_batch,
             lambda b: memory_estimate(spec, b, mode, precision, optimizer, attention).peak_bytes, warnings)
     record["warnings"] = warnings
@@ -144,14 +145,15 @@ def _traced_record(model, reason, trace, memory_bytes, batch_size, mode, precisi
         profile = trace(model, mode, precision, optimizer)
     except Exception as exc:  # a model fake tensors cannot run: say so, predict nothing
         failed = f"tracing it on fake tensors failed: {exc.__class__.__name__}: {exc}".splitlines()[0]
-        return _unsupported_record(model, [reason, failed], memory_bytes, batch_size, mode, precision, optimizer)
+        return _unsupported_record(model, [warning("memory-unavailable", reason), warning("memory-unavailable", failed)],
+                                   memory_bytes, batch_size, mode, precision, optimizer)
     max_batch = largest_batch(profile, memory_bytes) if memory_bytes is not None else None
     shown = batch_size if batch_size is not None else max(max_batch or 0, 1)
     record = _unsupported_record(model, [], memory_bytes, shown, mode, precision, optimizer)
     record["pred_peak_memory_bytes"] = profile.peak(shown)
-    warnings = ["memory prediction traced on fake tensors (no formula): the tensors operators "
-                "return, without kernel workspaces; within 2% of measured CPU training peaks on "
-                "vitbench's own models"]
+    warnings = [warning("memory-traced", "memory prediction traced on fake tensors (no formula): the tensors operators "
+                        "return, without kernel workspaces; within 2% of measured CPU training peaks on "
+                        "vitbench's own models")]
     _budget(record, memory_bytes, max_batch, profile.peak, warnings)
     record["warnings"] = warnings
     return record
