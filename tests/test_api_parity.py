@@ -113,3 +113,32 @@ def test_profile_rows_have_the_same_columns_and_identity(capsys):
     assert set(cli[0]) == set(api[0])
     identity = ("model", "spec_key", "batch_size", "device", "mode", "precision", "status", "params", "macs")
     assert [{k: r[k] for k in identity} for r in cli] == [{k: r[k] for k in identity} for r in api]
+
+
+IDENTITY = ("model", "source", "kind", "spec_key", "img_size", "patch_size", "batch_size", "overrides")
+
+
+def test_one_identity_whichever_command_made_the_row(tmp_path):
+    """The identity was built in five places: validate wrote img_size '384x384' and had no kind,
+    source or patch size, the sweep no source. Now every row's identity columns come from
+    vitbench.specs.identity.RowIdentity and agree for the same configuration."""
+    models = ["vit-s/16", "torchvision:resnet18"]
+    rows = {
+        "analyze": vitbench.analyze(models, img_size=384, batch_size=2),
+        "plan": vitbench.plan_records(vitbench.resolve_models(models, {"img_size": 384}), batch_size=2),
+        "predict": vitbench.predict(models, device="h100", batch_size=2, img_size=384),
+        "validate": [r for r in vitbench.validate(models, resolutions=[384], batch_sizes=[2])],
+        "sweep": vitbench.sweep(models=models, grid={"img_size": [384]}, batch_sizes=[2], out=tmp_path / "s").records,
+    }
+    # spec_key: on planned, swept (and measured) rows; analyze, predict and validate leave it out
+    # so that the gate matches their rows by model across a change to the model
+    keyed = [[r["spec_key"] for r in rows[name]] for name in ("plan", "sweep")]
+    assert keyed[0] == keyed[1] and all(keyed[0])
+    assert all("spec_key" not in r for name in ("analyze", "predict", "validate") for r in rows[name])
+    seen = {name: [{k: r.get(k) for k in IDENTITY if k != "spec_key"} for r in found] for name, found in rows.items()}
+    expected = seen["analyze"]
+    assert [r["img_size"] for r in expected] == [384, 384]
+    assert [r["source"] for r in expected] == ["preset", "torchvision"]
+    assert [r["overrides"] for r in expected] == ["img_size=384", "img_size=384"]
+    for name, identities in seen.items():
+        assert identities == expected, name

@@ -1,38 +1,31 @@
-"""A row's identity columns (model, source, kind, image size, batch size) with its analytic
-figures, or with empty analytic columns when no formula covers the model."""
+"""A row's identity columns (:class:`vitbench.specs.identity.RowIdentity`: model, source, kind,
+spec key, image size, patch size, batch size) with its analytic figures, or with empty analytic
+columns when no formula covers the model."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from vitbench.settings import check_batch_size
-from vitbench.specs.target import Target, img_size_cell
+from vitbench.specs.identity import RowIdentity
+from vitbench.specs.target import Target
+
+#: the analytic columns of a row without a formula
+EMPTY_FIGURES = ("tokens", "params", "macs", "flops", "attn_matmul_share", "elementwise_ops")
 
 
 def identity_record(target: Target, batch_size: int) -> dict[str, Any]:
-    """The analytic figures, or the identity columns with empty analytic ones."""
+    """The identity, then the analytic figures (None where no formula covers the model)."""
     from vitbench.analytic import complexity
 
+    check_batch_size(batch_size)
+    identity = RowIdentity.of(target, batch_size)
     if target.spec is not None:
-        record = complexity(target.spec, batch_size).as_record()
-        record["model"] = target.name
+        figures = complexity(target.spec, batch_size).as_record()
     else:
-        check_batch_size(batch_size)
-        height, width = target.img_size
-        record = {
-            "model": target.name,
-            "kind": target.kind,
-            "img_size": img_size_cell((height, width)),
-            "patch_size": None,
-            "tokens": None,
-            "batch_size": batch_size,
-            "params": None,
-            "macs": None,
-            "flops": None,
-            "attn_matmul_share": None,
-            "elementwise_ops": None,
-        }
-    return {"model": record.pop("model"), "source": target.source, **record}
+        figures = dict.fromkeys(EMPTY_FIGURES)
+    head = {k: v for k, v in identity.columns(keyed=False).items() if k != "overrides"}
+    return {**head, **{k: v for k, v in figures.items() if k not in head}}
 
 
 __all__ = ["identity_record"]

@@ -18,7 +18,7 @@ from typing import Any
 from vitbench.models.target import Target
 from vitbench.results import Records
 from vitbench.specs import ModelSpec, PlainCNNSpec, ResNetSpec, ViTSpec
-from vitbench.specs.target import img_size_cell
+from vitbench.specs.identity import RowIdentity
 
 DEFAULT_FVCORE_BUDGET_MACS = 20_000_000_000
 
@@ -99,9 +99,7 @@ def check(target: Target, batch: int, counters: Sequence[str], fvcore_budget_mac
             notes.append(f"fvcore skipped: {expected:.3g} MACs over the budget")
     counted = count_detailed(target, batch, active or ("dispatch",), activations=False)
     record: dict[str, Any] = {
-        "model": target.name,
-        "img_size": img_size_cell(target.img_size),
-        "batch_size": batch,
+        **{k: v for k, v in RowIdentity.of(target, batch).columns(keyed=False).items() if k != "overrides"},
         "params": analytic.params if analytic else None,
         "module_params": counted.module_params,
         "macs": analytic.macs if analytic else None,

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from vitbench.settings import RunSettings
-from vitbench.specs.target import img_size_cell
 
 #: Columns of the default table view of ``vitbench profile``.
 TABLE_COLUMNS = [
@@ -22,13 +21,17 @@ def base_record(target, settings: RunSettings, device: str) -> dict[str, Any]:
     ``macs`` of the batch's forward pass, ``macs_per_image``) and the run settings."""
     from vitbench.results import identity_columns
 
+    from vitbench.specs.identity import RowIdentity
+
     spec = target.spec
+    identity = RowIdentity.of(target, settings.batch_size)
     return {
         **identity_columns(
-            model=target.name, kind=target.kind, spec_key=target.key,
-            img_size=img_size_cell(target.img_size), patch_size=getattr(spec, "patch_size", None),
-            batch_size=settings.batch_size, params=target.params, macs_per_image=target.macs,
+            model=identity.model, kind=identity.kind, spec_key=identity.spec_key,
+            img_size=identity.img_size, patch_size=identity.patch_size,
+            batch_size=identity.batch_size, params=target.params, macs_per_image=target.macs,
         ),
+        "source": identity.source,
         "overrides": target.overrides,
         "reference": target.reference,
         "macs_per_image": target.macs,

@@ -68,15 +68,18 @@ class Runner:
             return _finish(row, started)
         target = config.target
         try:
-            from vitbench.specs import spec_key
+            from vitbench.specs.identity import RowIdentity
 
+            identity = RowIdentity.of(target, config.batch_size).columns()
+            row.update(source=identity["source"], kind=identity["kind"], spec_key=identity["spec_key"],
+                       img_size=identity["img_size"], patch_size=identity["patch_size"], batch_size=config.batch_size)
             if target.spec is not None:
                 from vitbench.analytic import complexity
 
-                row.update(complexity(target.spec, config.batch_size).as_record())
-                row["spec_key"] = spec_key(target.spec)
+                figures = complexity(target.spec, config.batch_size).as_record()
+                row.update({k: v for k, v in figures.items() if k not in ("model", *identity)})
             else:
-                row.update(batch_size=config.batch_size, analytic_note=target.analytic_note)
+                row["analytic_note"] = target.analytic_note
             if "counters" in config.stages:
                 row.update(self._counters(target, config, row))
             elif target.spec is None:  # no formula: the counted numbers are the row's (as analyze gives)

@@ -14,7 +14,8 @@ from vitbench.analytic.memory.planner import largest_batch, memory_estimate, pla
 from vitbench.analytic.memory.replay import Profile
 from vitbench.errors import SpecError
 from vitbench.row_warnings import warning
-from vitbench.specs.target import Target, img_size_cell
+from vitbench.specs.identity import RowIdentity
+from vitbench.specs.target import Target
 from vitbench.results import Records
 
 #: identity columns taken from the analytic complexity record
@@ -27,32 +28,22 @@ PREDICTED = (
 
 
 def identity_record(model: Any, batch_size: int | None) -> dict[str, Any]:
-    """model, source, kind, img_size, patch_size, batch_size, params, macs, spec_key (and
-    overrides, when a Target carries some) of ``model`` (a Target or a spec) at ``batch_size``:
-    params and MACs from the analytic formulas, None where there is no spec (or no batch)."""
+    """The row's identity (:class:`~vitbench.specs.identity.RowIdentity`: model, source, kind,
+    spec_key, img_size, patch_size, batch_size, overrides) of ``model`` (a Target or a spec) at
+    ``batch_size``, with params and MACs from the analytic formulas (None where there is no spec,
+    MACs None without a batch)."""
     from vitbench.analytic import complexity
-    from vitbench.specs import format_overrides, spec_key
 
-    target = model if isinstance(model, Target) else None
-    spec = target.spec if target is not None else model
-    height, width = target.img_size if target is not None else spec.img_size
-    out: dict[str, Any] = {
-        "model": target.name if target is not None else spec.name,
-        "source": target.source if target is not None else "spec",
-        "kind": getattr(spec, "kind", None) or (target.kind if target is not None else None),
-        "img_size": img_size_cell((height, width)),
-        "patch_size": getattr(spec, "patch_size", None),
-        "batch_size": batch_size,
-        "params": None,
-        "macs": None,
-    }
+    identity = RowIdentity.of(model, batch_size)
+    spec = model.spec if isinstance(model, Target) else model
+    out: dict[str, Any] = {k: v for k, v in identity.columns().items() if k != "overrides"}
+    out.update(params=None, macs=None)
     if spec is not None:
         figures = complexity(spec, batch_size or 1)
         out["params"] = figures.params
         out["macs"] = figures.macs if batch_size is not None else None
-        out["spec_key"] = spec_key(spec)
-    if target is not None and target.overrides:
-        out["overrides"] = format_overrides(dict(target.overrides))
+    if identity.overrides:
+        out["overrides"] = identity.overrides
     return out
 
 
