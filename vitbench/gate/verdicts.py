@@ -268,6 +268,50 @@ def compare(
     """
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
         raise SpecError("alpha", alpha, "must be a number between 0 and 1")
+    base_records, cur_records, active, missing, not_applicable = _load_sides(baseline, current, rules)
+    failures: list[str] = []
+    warnings: list[str] = []
+    if allow_missing_metrics:
+        warnings += [f"{m} (allowed: --allow-missing-metrics)" for m in missing]
+    else:
+        failures += missing
+
+    keys = key_columns(base_records, cur_records)
+    base_groups, cur_groups = group(base_records, keys), group(cur_records, keys)
+    common = [k for k in cur_groups if k in base_groups]
+    if not common:
+        raise InputFileError(
+            f"no common configurations between baseline and current (matched on {', '.join(keys)})"
+        )
+    removed = [k for k in base_groups if k not in cur_groups]
+    _membership(base_groups, cur_groups, removed, allow_missing_rows, failures, warnings)
+
+    both = present_columns(base_records) & present_columns(cur_records)
+    metrics = [m for m in HEADLINE_METRICS if m in both]
+    metrics += [r.metric for r in active if r.metric not in metrics]
+    names = labels({k: cur_groups[k] for k in common}, keys)
+    rows: list[MetricComparison] = []
+    for k in common:
+        rows += _compare_configuration(
+            base_groups[k], cur_groups[k], names[k], tuple(zip(keys, k)), metrics, active, alpha,
+            allow_missing_metrics, warnings,
+        )
+    warnings += _recorded_warnings(common, base_groups, cur_groups, names)
+    _closing_checks(rows, active, failures, warnings)
+    all_base_labels, all_cur_labels = labels(base_groups, keys), labels(cur_groups, keys)
+    return CompareResult(
+        rows=tuple(rows), rules=tuple(active), key_columns=keys,
+        env_differences=_env_differences([r for k in common for r in base_groups[k].rows],
+                                         [r for k in common for r in cur_groups[k].rows]),
+        added=tuple(all_cur_labels[k] for k in cur_groups if k not in base_groups),
+        removed=tuple(all_base_labels[k] for k in removed),
+        warnings=tuple(warnings), alpha=alpha, failures=tuple(failures), not_applicable=tuple(not_applicable),
+    )
+
+
+def _load_sides(baseline: Any, current: Any, rules: Any) -> tuple[list, list, list[Rule], list[str], list[str]]:
+    """Both sides' records, and the rules sorted into active, missing a side (failures) and not
+    applicable; a ruled column that is not numeric is refused."""
     parsed, explicit = _parse(rules)
     named = {r.metric for r in parsed}
     base_records = load_results(baseline, "baseline", named)
@@ -276,21 +320,14 @@ def compare(
     active, missing, not_applicable = _sort_rules(
         parsed, explicit, {c for r in base_records for c in r}, {c for r in cur_records for c in r}
     )
-    failures: list[str] = []
-    warnings: list[str] = []
-    if allow_missing_metrics:
-        warnings += [f"{m} (allowed: --allow-missing-metrics)" for m in missing]
-    else:
-        failures += missing
-
     _check_numeric(active, base_records + cur_records)
-    keys = key_columns(base_records, cur_records)
-    base_groups, cur_groups = group(base_records, keys), group(cur_records, keys)
-    common = [k for k in cur_groups if k in base_groups]
-    if not common:
-        raise InputFileError(
-            f"no common configurations between baseline and current (matched on {', '.join(keys)})"
-        )
+    return base_records, cur_records, active, missing, not_applicable
+
+
+def _membership(base_groups: Mapping, cur_groups: Mapping, removed: Sequence, allow_missing_rows: bool,
+                failures: list[str], warnings: list[str]) -> None:
+    """Repeated configurations (pooled, or a failure when their spreads disagree) and baseline
+    configurations missing from current (a failure unless allowed)."""
     for role, groups in (("baseline", base_groups), ("current", cur_groups)):
         pooled = sum(1 for g in groups.values() if len(g.rows) > 1)
         if pooled:
@@ -299,7 +336,6 @@ def compare(
                 "(median of values; each row's runs count as runs)"
             )
     failures += _spread_duplicates(cur_groups, "current") + _spread_duplicates(base_groups, "baseline")
-    removed = [k for k in base_groups if k not in cur_groups]
     if removed:
         text = f"{len(removed)} of {len(base_groups)} baseline configurations missing from current"
         if allow_missing_rows:
@@ -307,31 +343,28 @@ def compare(
         else:
             failures.append(text)
 
-    both = present_columns(base_records) & present_columns(cur_records)
-    metrics = [m for m in HEADLINE_METRICS if m in both]
-    metrics += [r.metric for r in active if r.metric not in metrics]
-    names = labels({k: cur_groups[k] for k in common}, keys)
-    rows: list[MetricComparison] = []
-    for k in common:
-        base, cur = base_groups[k], cur_groups[k]
-        key = tuple(zip(keys, k))
-        base_failed, cur_failed = base.failed(), cur.failed()
-        if cur_failed and not base_failed:
-            rows.append(MetricComparison(names[k], key, "status", None, None, None, ("status:ok",),
-                                         ("status:ok",), None, 0, 0, "REGRESSION",
-                                         f"ok in baseline, {cur_failed} in current"))
-            continue
-        if cur_failed or base_failed:
-            warnings.append(
-                f"{names[k]}: status {base_failed or 'ok'} in baseline, {cur_failed or 'ok'} in "
-                "current; metrics not compared"
-            )
-            continue
-        for metric in metrics:
-            rows.append(_compare_metric(metric, [r for r in active if r.metric == metric], base, cur,
-                                        names[k], key, alpha, allow_missing_metrics))
 
-    warnings += _recorded_warnings(common, base_groups, cur_groups, names)
+def _compare_configuration(base: Any, cur: Any, name: str, key: tuple, metrics: Sequence[str], active: Sequence[Rule],
+                           alpha: float, allow_missing_metrics: bool, warnings: list[str]) -> list[MetricComparison]:
+    """The comparisons of one configuration: a status regression (ok before, failed now), a
+    warning when either side failed otherwise, else one comparison per metric."""
+    base_failed, cur_failed = base.failed(), cur.failed()
+    if cur_failed and not base_failed:
+        return [MetricComparison(name, key, "status", None, None, None, ("status:ok",), ("status:ok",), None, 0, 0,
+                                 "REGRESSION", f"ok in baseline, {cur_failed} in current")]
+    if cur_failed or base_failed:
+        warnings.append(
+            f"{name}: status {base_failed or 'ok'} in baseline, {cur_failed or 'ok'} in current; metrics not compared"
+        )
+        return []
+    return [_compare_metric(metric, [r for r in active if r.metric == metric], base, cur, name, key, alpha,
+                            allow_missing_metrics) for metric in metrics]
+
+
+def _closing_checks(rows: Sequence[MetricComparison], active: Sequence[Rule], failures: list[str],
+                    warnings: list[str]) -> None:
+    """A gate that checked nothing fails; metrics whose significance could not be assessed are
+    named."""
     checked = [r for r in rows if r.rules and r.verdict not in ("n/a",)]
     if not checked and not failures:
         failures.append(
@@ -345,20 +378,6 @@ def compare(
             f"{MIN_RUNS} runs a side; the samples of one run cannot show the noise between runs): "
             "the threshold alone decided; measure with --runs 5"
         )
-    all_base_labels, all_cur_labels = labels(base_groups, keys), labels(cur_groups, keys)
-    return CompareResult(
-        rows=tuple(rows),
-        rules=tuple(active),
-        key_columns=keys,
-        env_differences=_env_differences([r for k in common for r in base_groups[k].rows],
-                                         [r for k in common for r in cur_groups[k].rows]),
-        added=tuple(all_cur_labels[k] for k in cur_groups if k not in base_groups),
-        removed=tuple(all_base_labels[k] for k in removed),
-        warnings=tuple(warnings),
-        alpha=alpha,
-        failures=tuple(failures),
-        not_applicable=tuple(not_applicable),
-    )
 
 
 def _recorded_warnings(
