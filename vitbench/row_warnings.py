@@ -41,6 +41,7 @@ CODES: dict[str, str] = {
     "memory-equivalent-module": "memory",  # replayed on vitbench's equivalent module
     "memory-traced": "memory",          # traced on fake tensors (no closed form)
     "memory-unavailable": "memory",     # no prediction for this model
+    "too-large": "memory",              # refused from the spec: too many blocks to step through
     "counter-note": "counting",         # a counter skipped, fell back or could not count
     "calibration-refused": "prediction",  # a cached calibration could not be used
     "calibration-not-saved": "prediction",

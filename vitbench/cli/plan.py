@@ -6,6 +6,8 @@ Predictions come from the analytic memory model (vitbench.analytic.memory, whose
 
 from __future__ import annotations
 
+import sys
+
 from vitbench.cli.common import add_format_argument, add_model_arguments, emit, overrides_from
 from vitbench.cli.common import batch_size_int
 from vitbench.cli.common import parse_size as parse_memory
@@ -73,4 +75,9 @@ def run(args) -> int:
         if any(r["warnings"] for r in records):
             columns.append("warnings")
     emit(args, records, columns)
-    return 0
+    from vitbench.row_warnings import normalize
+
+    refused = [(r, w) for r in records for w in normalize(r.get("warnings")) if w["code"] == "too-large"]
+    for row, found in refused:
+        print(f"vitbench: refused: {row['model']}: {found['message']}", file=sys.stderr)
+    return 2 if refused else 0

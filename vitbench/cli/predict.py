@@ -67,12 +67,14 @@ def run(args) -> int:
     for warning in dict.fromkeys(w for r in records for w in texts(r.get("warnings"))):
         _notice(f"warning: {warning}")
     for row in records:
-        if row.get("status") == "error":
-            _notice(f"error: {row['model']} (batch {row['batch_size']}, {row['mode']}): {row['error']}")
+        if row.get("status") in ("error", "refused"):
+            _notice(f"{row['status']}: {row['model']} (batch {row['batch_size']}, {row['mode']}): {row['error']}")
     columns = None
     if args.format in ("table", "markdown"):
         columns = list(TABLE_COLUMNS)
         extra = ("pred_epoch_s", "pred_train_hours", "pred_cost", "cost_basis", "measured_latency_s", "pred_ratio", "overrides", "status")
         columns += [c for c in extra if any(r.get(c) is not None for r in records) and (c != "status" or any(r.get(c) != "ok" for r in records))]
     emit(args, records, columns)
-    return 3 if records and all(r.get("status") == "error" for r in records) else 0
+    if records and all(r.get("status") == "error" for r in records):
+        return 3
+    return 2 if any(r.get("status") == "refused" for r in records) else 0

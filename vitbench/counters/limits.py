@@ -13,26 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from vitbench.errors import VitbenchError
-
-#: blocks (ViT depth, ResNet blocks, CNN stages) a traced counter builds at most
-MAX_TRACED_BLOCKS = 2000
-
+from vitbench.specs.limits import MAX_TRACED_BLOCKS, blocks
 
 class CountingRefused(VitbenchError):
     """A configuration the counters will not trace (exit code 2): the reason names the size."""
-
-
-def blocks(spec: Any) -> int | None:
-    """The repeated blocks a spec builds: a ViT's depth, a ResNet's blocks, a CNN's stages."""
-    if spec is None:
-        return None
-    depth = getattr(spec, "depth", None)
-    if isinstance(depth, int):
-        return depth
-    layers = getattr(spec, "layers", None) or getattr(spec, "stages", None)
-    if isinstance(layers, (list, tuple)):
-        return sum(v if isinstance(v, int) else 1 for v in layers)
-    return None
 
 
 def available_memory() -> int | None:

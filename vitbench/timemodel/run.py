@@ -17,6 +17,7 @@ from vitbench.errors import SpecError
 from vitbench.results import Records
 from vitbench.row_warnings import warning
 from vitbench.settings import MAX_THREADS, MODES, OPTIMIZERS, check_batch_size
+from vitbench.specs.limits import MAX_TRACED_BLOCKS, too_many_blocks
 from vitbench.timemodel.calibration import (
     PRECISION_DTYPES, Calibration, CalibrationError, cache_path, calibrate, default_threads, load, save,
 )
@@ -231,6 +232,11 @@ def predict(
             row["overrides"] = target.overrides_text
         row_warnings = list(warnings)
         started = time.perf_counter()
+        refusal = too_many_blocks(target.spec, MAX_TRACED_BLOCKS, "tracing the step")
+        if refusal is not None:  # decided from the spec: nothing is built
+            row.update(status="refused", error=refusal, pred_basis=cal.label, warnings=row_warnings, **environment)
+            records.append(row)
+            continue
         try:
             ops = traced_ops(target, batch, run_mode, prec, optimizer)
         except Exception as exc:  # noqa: BLE001 - any model's failure to trace becomes its row

@@ -15,6 +15,7 @@ from vitbench.analytic.memory.replay import Profile
 from vitbench.errors import SpecError
 from vitbench.row_warnings import warning
 from vitbench.specs.identity import RowIdentity
+from vitbench.specs.limits import MAX_REPLAYED_BLOCKS, too_many_blocks
 from vitbench.specs.target import Target
 from vitbench.results import Records
 
@@ -76,7 +77,10 @@ def plan_records(
     for model in models:
         spec = spec_of(model)
         reason = unsupported_reason(spec) if spec is not None else _no_spec_reason(model)
-        if reason is None:
+        refusal = too_many_blocks(spec, MAX_REPLAYED_BLOCKS, "the memory replay")
+        if refusal is not None:  # decided from the spec: a depth of 10^12 hung the replay
+            record = _unsupported_record(model, [warning("too-large", refusal)], memory_bytes, batch_size, mode, precision, optimizer)
+        elif reason is None:
             record = _replayed_record(model, spec, memory_bytes, batch_size, mode, precision, optimizer, attention)
         elif trace is not None and isinstance(model, Target):
             record = _traced_record(model, reason, trace, memory_bytes, batch_size, mode, precision, optimizer)

@@ -1,0 +1,42 @@
+"""How large a spec the tools that build or step through it will take, decided from the spec
+alone before anything runs (formulas take any size: they are closed forms).
+
+Measured on this 2-core machine: tracing ViT-B/16 on the meta device costs about 14 ms and
+0.9 MB per block (depth 1000: 13.9 s, 900 MB), and predicting ViT-S/16 at depth 2000 took 17.6 s;
+the memory replay costs about 0.3 ms and 15 KB per block (depth 10,000: 2.7 s, 170 MB; depth
+100,000: 34 s, 1.5 GB). A depth of 10^12 hung both `plan` and `predict`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: blocks (ViT depth, ResNet blocks, CNN stages) that tracing (the counters, the time model)
+#: builds at most: a trace stays under about half a minute
+MAX_TRACED_BLOCKS = 2000
+#: blocks the memory replay (``plan``) steps through at most: a few seconds
+MAX_REPLAYED_BLOCKS = 10_000
+
+
+def blocks(spec: Any) -> int | None:
+    """The repeated blocks a spec builds: a ViT's depth, a ResNet's blocks, a CNN's stages."""
+    if spec is None:
+        return None
+    depth = getattr(spec, "depth", None)
+    if isinstance(depth, int):
+        return depth
+    layers = getattr(spec, "layers", None) or getattr(spec, "stages", None) or getattr(spec, "depths", None)
+    if isinstance(layers, (list, tuple)):
+        return sum(v if isinstance(v, int) else 1 for v in layers)
+    return None
+
+
+def too_many_blocks(spec: Any, limit: int, what: str) -> str | None:
+    """Why ``what`` refuses ``spec`` (more than ``limit`` blocks), or None."""
+    count = blocks(spec)
+    if count is None or count <= limit:
+        return None
+    return f"{what} would step through all {count:,} blocks; it takes at most {limit:,} (the analytic figures stand)"
+
+
+__all__ = ["MAX_TRACED_BLOCKS", "MAX_REPLAYED_BLOCKS", "blocks", "too_many_blocks"]
