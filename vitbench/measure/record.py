@@ -20,7 +20,6 @@ def base_record(target, settings: RunSettings, device: str) -> dict[str, Any]:
     the model (``target``: a :class:`vitbench.measure.target.Measured`), its size (``params``;
     ``macs`` of the batch's forward pass, ``macs_per_image``) and the run settings."""
     from vitbench.results import identity_columns
-
     from vitbench.specs.identity import RowIdentity
 
     spec = target.spec
