@@ -17,7 +17,8 @@ PACKAGE = Path(vitbench.__file__).parent
 #: checksummed lines, reader) sits with the records: it imports only errors and results, and the
 #: one results reader reads stores too.
 LAYERS = (
-    ("vitbench.errors", "vitbench.lazy", "vitbench.units", "vitbench.documents", "vitbench.row_warnings"),
+    ("vitbench.errors", "vitbench.lazy", "vitbench.units", "vitbench.documents", "vitbench.row_warnings",
+     "vitbench.procfs"),
     ("vitbench.results", "vitbench.reading", "vitbench.sweeps.jsonl", "vitbench.sweeps.store", "vitbench.sweeps.store_read",
      "vitbench.sweeps.store_layout"),
     ("vitbench.specs", "vitbench.settings"),

@@ -4,7 +4,7 @@ codes, never the wording), ``message`` what was seen, ``advice`` what to do abou
 a message changes nothing downstream; a new code must be listed in :data:`CODES`.
 
 Results written before codes existed hold plain strings; :func:`normalize` reads them as code
-``legacy`` and :func:`legacy_code` recognises the old wordings, for those rows only.
+``legacy`` and :func:`legacy_codes` recognises the old wordings, for those rows only.
 """
 
 from __future__ import annotations
@@ -102,28 +102,9 @@ def texts(value: Any) -> list[str]:
     return [RowWarning(w["code"], w["message"], w["advice"]).text for w in normalize(value)]
 
 
-def kinds(value: Any) -> list[str]:
-    """What each warning casts doubt on (``timing``, ``memory``, ...); a legacy text by
-    :func:`legacy_code`."""
-    if isinstance(value, dict) and "warnings" in value:
-        value = value["warnings"]
-    out = []
-    for w in normalize(value):
-        code = w["code"] if w["code"] != "legacy" else legacy_code(w["message"])
-        out.append(CODES.get(code, "legacy"))
-    return out
-
-
-def codes(value: Any) -> list[str]:
-    """The codes of a cell's warnings (legacy texts recognised by :func:`legacy_code`)."""
-    if isinstance(value, dict) and "warnings" in value:
-        value = value["warnings"]
-    return [w["code"] if w["code"] != "legacy" else legacy_code(w["message"]) for w in normalize(value)]
-
-
 def code_sets(value: Any) -> list[frozenset[str]]:
     """Per warning, the codes it carries: its own; for a legacy text every code its wording
-    matches (old CSV cells joined several warnings with '; ')."""
+    matches (old CSV cells joined several warnings with '; '), or ``legacy``."""
     if isinstance(value, dict) and "warnings" in value:
         value = value["warnings"]
     return [frozenset({w["code"]}) if w["code"] != "legacy" else legacy_codes(w["message"]) for w in normalize(value)]
@@ -153,14 +134,6 @@ _LEGACY = (
 )
 
 
-def legacy_code(message: str) -> str:
-    """The code a plain-text warning of older results would have today, or ``legacy``."""
-    for pattern, code in _LEGACY:
-        if pattern.search(message):
-            return code
-    return "legacy"
-
-
 def legacy_codes(message: str) -> frozenset[str]:
     """Every code the wording of an older results' warning text matches (``legacy`` if none)."""
     found = {code for pattern, code in _LEGACY if pattern.search(message)}
@@ -169,4 +142,4 @@ def legacy_codes(message: str) -> frozenset[str]:
     return frozenset(found or {"legacy"})
 
 
-__all__ = ["CODES", "RowWarning", "warning", "normalize", "texts", "kinds", "codes", "code_sets", "merge", "legacy_code", "legacy_codes"]
+__all__ = ["CODES", "RowWarning", "warning", "normalize", "texts", "code_sets", "merge", "legacy_codes"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from vitbench.errors import VitbenchError
+from vitbench.procfs import proc_bytes
 from vitbench.specs.limits import MAX_TRACED_BLOCKS, blocks
 
 class CountingRefused(VitbenchError):
@@ -21,14 +22,7 @@ class CountingRefused(VitbenchError):
 
 def available_memory() -> int | None:
     """MemAvailable of /proc/meminfo in bytes (None where there is none)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        return None
-    return None
+    return proc_bytes("/proc/meminfo", "MemAvailable")
 
 
 def counting_refusal(target: Any, batch_size: int, counters: Any) -> str | None:

@@ -65,13 +65,9 @@ def governors() -> str | None:
 
 def meminfo() -> dict[str, int]:
     """/proc/meminfo in bytes: {'MemTotal': ..., 'MemAvailable': ...}; empty where unreadable."""
-    out: dict[str, int] = {}
-    for line in (_read("/proc/meminfo") or "").splitlines():
-        name, _, rest = line.partition(":")
-        parts = rest.split()
-        if parts and parts[0].isdigit():
-            out[name] = int(parts[0]) * (1024 if parts[1:] == ["kB"] else 1)
-    return out
+    from vitbench.procfs import proc_fields
+
+    return proc_fields("/proc/meminfo")
 
 
 def _cpu_jiffies() -> int | None:

@@ -59,14 +59,9 @@ def release_memory(device: str) -> None:
 
 def _vm_data_bytes() -> int | None:
     """This process's private writable memory (VmData, Linux), which RLIMIT_DATA limits."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("VmData:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
+    from vitbench.procfs import proc_bytes
+
+    return proc_bytes("/proc/self/status", "VmData")
 
 
 def _malloc_trim() -> None:

@@ -346,11 +346,6 @@ def peak_rss() -> int | None:
     """The process's peak resident memory (VmHWM, Linux), beside ``peak_memory_bytes`` (the
     tensors' peak, what --memory-limit is checked against): the interpreter, torch's libraries,
     oneDNN's primitives and the allocator's cache on top. None where /proc has no such line."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        return None
-    return None
+    from vitbench.procfs import proc_bytes
+
+    return proc_bytes("/proc/self/status", "VmHWM")

@@ -72,22 +72,35 @@ def is_store(path: str | os.PathLike) -> bool:
     return path.is_dir() and ((path / ROWS_NAME).exists() or (path / DEFINITION_NAME).exists() or (path / CSV_NAME).exists())
 
 
+def _valid_records(path: Path, damaged: list[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(byte offset, record) of each valid record of a rows file, its checksum removed; the line
+    numbers of damaged records (or records without an id) go to ``damaged``."""
+    for number, offset, _, row in scan(path):
+        if row is None or "id" not in row:
+            damaged.append(number)
+            continue
+        row.pop(CRC_KEY, None)
+        yield offset, row
+
+
+def _damage_report(path: Path, damaged: list[int]) -> list[str]:
+    if not damaged:
+        return []
+    return [f"{path}: {len(damaged)} damaged record(s) skipped (line {', '.join(map(str, damaged[:10]))})"]
+
+
 def latest_rows(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """The last valid record of each id, in grid order (index, then id), each with every column
     of the store (None where a row has none, as in the CSV), and the problems found."""
     kept: dict[str, dict[str, Any]] = {}
     columns: dict[str, None] = {}
-    damaged = []
-    for number, _, _, row in scan(path):
-        if row is None or "id" not in row:
-            damaged.append(number)
-            continue
-        row.pop(CRC_KEY, None)
+    damaged: list[int] = []
+    for _, row in _valid_records(path, damaged):
         columns.update(dict.fromkeys(row))
         key = str(row["id"])
         kept.pop(key, None)
         kept[key] = row
-    problems = [f"{path}: {len(damaged)} damaged record(s) skipped (line {', '.join(map(str, damaged[:10]))})"] if damaged else []
+    problems = _damage_report(path, damaged)
     rows = [{c: row.get(c) for c in columns} for row in sorted(kept.values(), key=grid_order)]
     return rows, problems
 
@@ -101,33 +114,26 @@ def stream_latest(path: Path, *, single_definition: bool = True) -> tuple[list[s
     otherwise the byte offset of each id's last record is kept (not the record) and the rows
     are read back by offset in grid order."""
     columns: dict[str, None] = {}
-    damaged = []
+    damaged: list[int] = []
     in_order, previous = True, None
-    for number, _, _, row in scan(path):
-        if row is None or "id" not in row:
-            damaged.append(number)
-            continue
-        row.pop(CRC_KEY, None)
+    for _, row in _valid_records(path, damaged):
         columns.update(dict.fromkeys(row))
         key = grid_order(row)
         in_order = in_order and (previous is None or key > previous)
         previous = key
-    problems = [f"{path}: {len(damaged)} damaged record(s) skipped (line {', '.join(map(str, damaged[:10]))})"] if damaged else []
+    problems = _damage_report(path, damaged)
     names = list(columns)
 
     def in_file_order() -> Iterator[dict[str, Any]]:
-        for _, _, _, row in scan(path):
-            if row is not None and "id" in row:
-                row.pop(CRC_KEY, None)
-                yield {c: row.get(c) for c in names}
+        for _, row in _valid_records(path, []):  # damage already counted by the first pass
+            yield {c: row.get(c) for c in names}
 
     def by_offset() -> Iterator[dict[str, Any]]:
         last: dict[str, tuple[tuple, int]] = {}
-        for _, offset, _, row in scan(path):
-            if row is not None and "id" in row:
-                key = str(row["id"])
-                last.pop(key, None)
-                last[key] = (grid_order(row), offset)
+        for offset, row in _valid_records(path, []):
+            key = str(row["id"])
+            last.pop(key, None)
+            last[key] = (grid_order(row), offset)
         offsets = [offset for _, offset in sorted(last.values())]
         del last
         with open(path, "rb") as handle:
