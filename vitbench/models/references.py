@@ -221,6 +221,19 @@ def resolve(
     return target
 
 
+def overrides_taken(model: str, overrides: Mapping[str, Any]) -> set[str] | None:
+    """The names in ``overrides`` a reference (``timm:``, ``hf:``, ...) would apply, found
+    without building it or calling a ``py:`` factory; None where only a build can tell (timm).
+    The reference itself is checked (unknown names, downloads) as ``resolve`` checks it."""
+    from vitbench.models import sources
+
+    source, name, raw = parse_reference(model)
+    if source == "preset":
+        raise SpecError("model", model, "is a preset, not a reference")
+    kwargs = {k: parse_value(v) for k, v in raw.items()}
+    return sources.taken(source, model.split("+", 1)[0], name, kwargs, dict(overrides))
+
+
 def _fixed_size(target: Target, input_size: Any) -> Target:
     """A spec's (or a resolved Target's) input size is its own: a different ``input_size`` is an error."""
     if input_size is not None and tuple(input_size) != target.input_size:
@@ -256,4 +269,4 @@ def resolve_all(models: Iterable[Any], overrides: Mapping[str, Any] | None = Non
     return targets
 
 
-__all__ = ["SOURCES", "REFERENCE_SOURCES", "parse_reference", "parse_value", "resolve", "resolve_all", "Target"]
+__all__ = ["SOURCES", "REFERENCE_SOURCES", "overrides_taken", "parse_reference", "parse_value", "resolve", "resolve_all", "Target"]

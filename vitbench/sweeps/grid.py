@@ -142,6 +142,22 @@ def _fragment(value: Any) -> str:
     return _dumps(_plain(value))
 
 
+def _reference_takes(model: str, overrides: dict[str, Any]) -> set[str]:
+    """The grid fields a reference applies (they make its configurations distinct): from its
+    signature or config where that tells (a ``py:`` factory is not called), else from a build
+    on the meta device (timm); every field when the reference is invalid (its rows say why)."""
+    from vitbench.models.references import overrides_taken, resolve
+
+    try:
+        used = overrides_taken(model, overrides)
+        if used is None:
+            used = set()
+            resolve(model, overrides, used=used)
+    except SpecError:
+        return set(overrides)
+    return used
+
+
 class _ModelGrid:
     """The grid of one model of one study, ready to enumerate: the identity text of every
     combination is one ``template % fragments`` (C-level), fragments prepared once per value."""
@@ -177,13 +193,7 @@ class _ModelGrid:
             self.template = "".join(parts).encode()
             self.order = [slot[k] for k in order if k in slot]  # text order -> axis index
         else:  # a reference: overrides are builder arguments, the hash is of their text
-            used: set[str] = set()
-            try:
-                from vitbench.models.references import resolve
-
-                resolve(model, {n: vs[0] for n, vs in study.grid}, used=used)
-            except SpecError:
-                used = {n for n, _ in study.grid}
+            used = _reference_takes(model, {n: vs[0] for n, vs in study.grid})
             self.names = [n for n, _ in study.grid if n in used]
             values = [list(vs) for n, vs in study.grid if n in used]
             fragments = [[_dumps([n, str(v)]).encode() for v in vs] for n, vs in study.grid if n in used]
@@ -343,12 +353,22 @@ def count_configs(plan: SweepPlan, shard: tuple[int, int] | None = None) -> int:
     return tally(plan, shard).selected
 
 
-def check_valid(plan: SweepPlan) -> None:
+def is_reference(model: str) -> bool:
+    """A ``timm:``/``torchvision:``/``hf:``/``py:`` reference (built to be known), not a preset."""
+    from vitbench.models.references import parse_reference
+
+    return parse_reference(model)[0] != "preset"
+
+
+def check_valid(plan: SweepPlan, build: bool = True) -> None:
     """A study in which every combination is invalid is a usage error (raised before any row
-    runs). Stops at the first valid combination of each study, so it is cheap for real grids."""
+    runs). Stops at the first valid combination of each study, so it is cheap for real grids.
+    ``build=False`` (a dry run) takes references as valid: only building them could tell."""
     for study in plan.studies:
         first = None
         for model in study.models:
+            if not build and is_reference(model):
+                break
             grid = _ModelGrid(study, model)
             for values, _ in grid.points():
                 target, invalid = build_config(model, tuple(zip(grid.names, values)))

@@ -237,24 +237,27 @@ def _grid(check: Checker, key: str, value: Any) -> dict[str, tuple[Any, ...]]:
 
 
 def model_kinds(check: Checker, key: str, models: Sequence[str], first: Mapping[str, Any]) -> dict[str, type | None]:
-    """Each model's spec type (None for a reference without an analytic spec), through the one
-    model resolution (:func:`vitbench.models.references.resolve`). A reference is resolved with
-    the first value of each grid field (a factory may need --img-size to have an input size)."""
-    from vitbench.models.references import parse_reference, resolve
+    """Each preset's spec type, None for a reference, through the one model resolution
+    (:mod:`vitbench.models.references`). A reference is checked without being built or its
+    ``py:`` factory called (unknown names, downloads); only a timm model, whose arguments only
+    its class shows, is instantiated on the meta device, with the first value of each grid
+    field (a factory may need --img-size to have an input size)."""
+    from vitbench.models.references import overrides_taken, parse_reference, resolve
 
     out: dict[str, type | None] = {}
     for model in models:
         try:
             if parse_reference(model)[0] == "preset":
-                target = resolve(model)
-            else:
+                out[model] = type(resolve(model).spec)
+                continue
+            if overrides_taken(model, first) is None:
                 try:
-                    target = resolve(model, dict(first), used=set())
+                    resolve(model, dict(first), used=set())
                 except SpecError:  # the first grid values may not suit it: its own defaults may
-                    target = resolve(model)
+                    resolve(model)
         except Exception as exc:  # UnknownModelError, SpecError: keep the hint after the key
             raise check.fail(key, model, str(exc).split(": ", 1)[-1]) from None
-        out[model] = type(target.spec) if target.spec is not None else None
+        out[model] = None
     return out
 
 

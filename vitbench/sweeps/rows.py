@@ -183,11 +183,12 @@ def row_seconds(plan: SweepPlan, store_s: float = 0.00015) -> dict[str, float]:
     model, plus rough costs of the counters and measured stages and ``store_s``, the rest of a
     row (building its configuration, writing it with group commit: 0.15 ms measured here)."""
     from vitbench.analytic import complexity
-    from vitbench.sweeps.grid import build_config
+    from vitbench.sweeps.grid import build_config, is_reference
 
     out = {}
     for study in plan.studies:
-        target, _ = build_config(study.models[0], ())
+        first = study.models[0]
+        target = None if is_reference(first) else build_config(first, ())[0]  # a reference is not built to estimate
         seconds = store_s
         if target is not None and target.spec is not None:
             started = time.perf_counter()

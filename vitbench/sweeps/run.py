@@ -130,18 +130,22 @@ class Preview:
 
 def preview(plan: SweepPlan, shard: tuple[int, int] | None = None, limit: int = 1000, head: int = 20) -> Preview:
     """Count the grid (streaming) and describe its configurations: all of them up to ``limit``,
-    else the first ``head``."""
+    else the first ``head``. Builds nothing and calls no ``py:`` factory: a reference's
+    ``invalid`` is left empty (only its build can tell); a timm reference is instantiated once
+    on the meta device to learn which grid fields its class takes (library code, no memory)."""
     from itertools import islice
 
+    from vitbench.sweeps.grid import is_reference
     from vitbench.sweeps.rows import estimate_seconds
 
-    check_valid(plan)
+    check_valid(plan, build=False)
     counted = tally(plan, shard)
+    references = {m for study in plan.studies for m in study.models if is_reference(m)}
     rows = [
         {
             "index": c.index, "id": c.id, "study": c.study, "model": c.model, "overrides": c.overrides_text,
             "batch_size": c.batch_size, "mode": c.mode or "", "precision": c.precision or "",
-            "stages": "+".join(c.stages), "invalid": c.invalid or "",
+            "stages": "+".join(c.stages), "invalid": "" if c.model in references else c.invalid or "",
         }
         for c in islice(iter_configs(plan, shard), limit if counted.selected <= limit else head)
     ]

@@ -1,5 +1,7 @@
 """Reference adapters, one module per library: torchvision, timm, hf (transformers), py
-(a user's factory). Each ``resolve(reference, name, kwargs, overrides, used) -> Target``."""
+(a user's factory). Each ``resolve(reference, name, kwargs, overrides, used) -> Target``, and
+``taken(reference, name, kwargs, overrides) -> set | None``: the override names ``resolve`` would
+apply, found without building (None where only a build can tell)."""
 
 from __future__ import annotations
 
@@ -16,3 +18,7 @@ MODULES = {
 
 def resolve(source: str, reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]):
     return importlib.import_module(MODULES[source]).resolve(reference, name, kwargs, overrides, used)
+
+
+def taken(source: str, reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any]) -> set[str] | None:
+    return importlib.import_module(MODULES[source]).taken(reference, name, kwargs, overrides)

@@ -62,7 +62,9 @@ def _as_tuple(module, inputs, output):
     return output.to_tuple() if hasattr(output, "to_tuple") else output
 
 
-def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]):
+def _config(reference: str, name: str, kwargs: dict[str, Any]) -> tuple[str, Any, dict[str, Any], Any]:
+    """(model type, config class, its default fields, field -> config field) of an ``hf:``
+    reference, checked; nothing is built."""
     if "/" in name:
         raise no_network(reference, "a Hugging Face Hub id (vitbench builds hf:ARCH from config classes only, e.g. hf:vit+hidden_size=384)")
     require("hf", reference)
@@ -89,10 +91,21 @@ def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[s
         """The config field a vitbench field name maps to (the first the config has)."""
         return next((c for c in CONFIG_FIELDS.get(field, ()) if isinstance(known.get(c), (int, bool))), None)
 
-    fields, shown = {}, dict(kwargs)
     for key, value in kwargs.items():
         if key not in known and config_field(key) is None:
             raise unknown(f"{reference}+{key}={value}", f"{config_class.__name__} field", known, f"{reference}+", key)
+    return arch, config_class, known, config_field
+
+
+def taken(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any]) -> set[str]:
+    """The override names ``resolve`` would apply, from the config class (no model is built)."""
+    config_field = _config(reference, name, kwargs)[3]
+    return {field for field in overrides if config_field(field) is not None}
+
+
+def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]):
+    arch, config_class, known, config_field = _config(reference, name, kwargs)
+    fields, shown = {}, dict(kwargs)
     for field, value in overrides.items():
         if config_field(field) is not None:
             shown[field] = typed(value)

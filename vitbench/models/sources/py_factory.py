@@ -65,8 +65,12 @@ def import_namespace(reference: str, module_path: str) -> Any:
         raise SpecError("model", reference, f"cannot import {module_path!r}: {exc}") from None
 
 
-def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]):
-    from vitbench.models.inputs import library_of, module_input_size
+def _factory(reference: str, name: str, kwargs: dict[str, Any]) -> Any:
+    """The factory a ``py:`` reference names, checked before it is ever called: a Python
+    function (or method, or ``functools.partial``) or an ``nn.Module`` class. A built-in such as
+    ``os.system`` or another class is refused, so naming one runs nothing."""
+    import functools
+    import inspect
 
     module_path, _, attribute = name.rpartition(":")
     if not module_path or not _ATTRIBUTE.fullmatch(attribute):
@@ -76,13 +80,39 @@ def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[s
     if not callable(factory):
         public = [n for n in dir(namespace) if not n.startswith("_") and callable(getattr(namespace, n))]
         raise unknown(reference, f"factory in {module_path}", public, f"py:{module_path}:", attribute)
+    if isinstance(factory, type):
+        from torch import nn
+
+        if not issubclass(factory, nn.Module):
+            raise SpecError("model", reference, f"is the class {factory.__qualname__}, not an nn.Module class or a factory function")
+    elif not (inspect.isfunction(factory) or inspect.ismethod(factory) or isinstance(factory, functools.partial)):
+        raise SpecError("model", reference, f"is a {type(factory).__name__}, not a Python factory function or nn.Module class; it was not called")
     for key in ("pretrained", "weights"):  # the usual names for downloaded weights
         if kwargs.get(key) not in (None, False):
             raise no_network(reference, f"{key}={kwargs[key]}")
+    return factory
+
+
+def _taken(factory: Any, overrides: dict[str, Any]) -> set[str]:
+    takes = accepted(factory) or set()
+    return {field for field in overrides if field in takes or field == "img_size"}
+
+
+def taken(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any]) -> set[str]:
+    """The override names ``resolve`` would apply, from the factory's signature: the module is
+    imported, the factory is not called."""
+    return _taken(_factory(reference, name, kwargs), overrides)
+
+
+def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]):
+    from vitbench.models.inputs import library_of, module_input_size
+
+    factory = _factory(reference, name, kwargs)
     takes = accepted(factory) or set()
     shown = dict(kwargs)
+    applied = _taken(factory, overrides)
     for field, value in overrides.items():
-        if field in takes or field == "img_size":
+        if field in applied:
             shown[field] = typed(value)
             used.add(field)
     final = {k: v for k, v in shown.items() if k != "img_size" or k in takes}

@@ -40,7 +40,13 @@ def default_crop(name: str) -> int | None:
     return keywords.get("crop_size")
 
 
-def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]):
+def taken(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any]) -> set[str]:
+    """The override names ``resolve`` would apply (nothing is built)."""
+    _check(reference, name, kwargs)
+    return {field for field in _OVERRIDES if field in overrides}
+
+
+def _check(reference: str, name: str, kwargs: dict[str, Any]) -> None:
     import torchvision
 
     if name not in classification_models():
@@ -50,6 +56,12 @@ def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[s
     for key in ("weights", "weights_backbone"):
         if kwargs.get(key) not in (None, False):
             raise no_network(reference, f"{key}={kwargs[key]}")
+
+
+def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]):
+    import torchvision
+
+    _check(reference, name, kwargs)
 
     def builder(kw):
         return lambda: torchvision.models.get_model(name, **kw)
