@@ -171,3 +171,38 @@ def test_resuming_a_shard_store_with_another_shard_is_refused(tmp_path):
     with pytest.raises(StoreError, match="holds shard 1/3 of this sweep, not shard 2/3"):
         Store.open(tmp_path, sweep={**meta, "shard_index": 2}, resume=True)
     Store.open(tmp_path, sweep=meta, resume=True).close()
+
+
+def test_merge_refuses_another_sweep_given_as_its_results_csv(tmp_path, capsys):
+    """Issue: "merging a foreign definition given as its results.csv merges with only a warning".
+    A store's own results.csv carries its store's definition (the sweep.json beside it); a CSV
+    with no definition at all cannot be checked, so it needs --allow-foreign beside a store."""
+    import shutil
+
+    _shard(tmp_path / "a", [_row(0)], 1, 2, fingerprint="a" * 16)
+    _shard(tmp_path / "b", [_row(1)], 2, 2, fingerprint="b" * 16)
+    _shard(tmp_path / "a2", [_row(1)], 2, 2, fingerprint="a" * 16)
+    for store in ("a", "b", "a2"):
+        assert main(["merge", str(tmp_path / store), "--out", str(tmp_path / f"{store}-export"), "-q"]) == 0  # writes results.csv
+    capsys.readouterr()
+    foreign = tmp_path / "b-export" / "results.csv"
+    assert main(["merge", str(tmp_path / "a"), str(foreign), "--out", str(tmp_path / "m1")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "another sweep definition" in err[0] and "b" * 16 in err[0]
+    assert not (tmp_path / "m1").exists()
+
+    loose = tmp_path / "loose.csv"  # the same rows away from their store: nothing says which sweep
+    shutil.copy(foreign, loose)
+    assert main(["merge", str(tmp_path / "a"), str(loose), "--out", str(tmp_path / "m2")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "records no sweep definition" in err[0] and "--allow-foreign" in err[0]
+    assert main(["merge", str(tmp_path / "a"), str(loose), "--out", str(tmp_path / "m2"), "--allow-foreign", "-q"]) == 0
+    assert [r["id"] for r in read_store(tmp_path / "m2")[0]] == ["id0", "id1"]
+
+    # the other shard of the same sweep, given as its results.csv, merges as its folder would
+    result = merge([tmp_path / "a", tmp_path / "a2-export" / "results.csv"], tmp_path / "m3")
+    assert result.rows == 2 and not any("definition" in w for w in result.warnings)
+    assert read_store(tmp_path / "m3")[1]["fingerprint"] == "a" * 16
+    # CSVs alone (no definition anywhere) merge with a warning: there is nothing to check against
+    result = merge([loose], tmp_path / "m4")
+    assert result.rows == 1 and "records no sweep definition" in result.warnings[0]

@@ -18,7 +18,7 @@ def register(subparsers) -> None:
     parser.add_argument("sources", nargs="+", metavar="STORE", help="shard directories or results CSV files")
     parser.add_argument("--out", required=True, metavar="DIR", help="directory of the merged store")
     parser.add_argument("--force", action="store_true", help="replace rows already in DIR")
-    parser.add_argument("--allow-foreign", action="store_true", help="merge stores of different sweep definitions anyway")
+    parser.add_argument("--allow-foreign", action="store_true", help="merge stores of different sweep definitions, or CSVs that record none, anyway")
     parser.add_argument("--export", default="csv", metavar="F1,F2", help="formats to export: csv, parquet (default csv)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print nothing but warnings and errors")
     parser.set_defaults(handler=run)

@@ -2,7 +2,9 @@
 
 The union of the sources' rows, de-duplicated by configuration id, in grid order whatever the
 order of the sources. Sources of different sweep definitions (different fingerprints) are
-refused in one line (``allow_foreign`` overrides); configurations of the grid that no source
+refused in one line (``allow_foreign`` overrides), and so is a source that records no definition
+(a hand-made or an old CSV) beside sources that do; a ``results.csv`` beside its store's
+``sweep.json`` is that store's. Configurations of the grid that no source
 holds are reported (``shards missing from the merge: 2/3``), whatever the shards' sizes.
 """
 
@@ -15,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from vitbench.sweeps.store import CSV_NAME, ROWS_NAME, Store, StoreError, now_iso
-from vitbench.sweeps.store_read import grid_order
+from vitbench.sweeps.store_layout import DEFINITION_NAME
+from vitbench.sweeps.store_read import grid_order, read_definition
 
 #: Columns ignored when deciding whether two rows of the same id conflict.
 VOLATILE_COLUMNS = ("completed_at", "elapsed_s", "index", "study", "warnings")
@@ -40,7 +43,11 @@ def read_source(source: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[s
         raise StoreError(f"source={str(source)!r}: no results store there (no {ROWS_NAME}, no results.csv)")
 
     records, info = read_results(path, role="source")
-    return list(records), dict(info or {})
+    info = dict(info or {})
+    if path.is_file() and not info.get("fingerprint") and (path.parent / DEFINITION_NAME).is_file():
+        # a store's own export (results.csv beside its sweep.json): the store says which sweep it is
+        info = {**read_definition(path.parent), **info}
+    return list(records), info
 
 
 def _comparable(row: dict[str, Any]) -> dict[str, Any]:
@@ -54,6 +61,13 @@ def check_definitions(infos: Sequence[tuple[str, dict[str, Any]]], allow_foreign
     """The sources' common fingerprint; a one-line error when two differ (unless allowed)."""
     warnings = []
     first: tuple[str, str] | None = None
+    unchecked = [source for source, info in infos if not info.get("fingerprint")]
+    checked = next((source for source, info in infos if info.get("fingerprint")), None)
+    if unchecked and checked is not None and not allow_foreign:
+        raise StoreError(
+            f"merge: source={unchecked[0]!r} records no sweep definition, so nothing shows it belongs to the sweep of "
+            f"source={checked!r}; merge its store folder instead, or pass --allow-foreign to merge it anyway"
+        )
     for source, info in infos:
         fingerprint = info.get("fingerprint")
         if not fingerprint:
