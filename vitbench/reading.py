@@ -29,6 +29,12 @@ def read_results(source: Any, role: str = "results") -> tuple[Records, dict[str,
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         where = f"{role} file={str(path)!r}"
+        try:
+            os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # read_input_text says it is missing
+        except OSError as exc:  # a folder on the way that may not be searched, a name too long...
+            raise InputFileError(f"{where}: cannot be read ({exc.strerror or type(exc).__name__})") from None
         if path.is_dir():
             records, metadata = _read_store_dir(path, role)
             return Records(normalize_record(r) for r in records), metadata

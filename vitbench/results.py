@@ -87,8 +87,10 @@ def check_output_path(path: str | os.PathLike, field: str = "file") -> Path:
         kind = ("a folder" if stat.S_ISDIR(st.st_mode) else "a symlink" if stat.S_ISLNK(st.st_mode)
                 else "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a device")
         raise OutputFileError(f"{field}={str(path)!r}: is {kind}, not a regular file; vitbench writes only regular files")
+    if st is not None and not os.access(path, os.W_OK):
+        raise OutputFileError(f"{field}={str(path)!r}: is read-only; vitbench does not replace a file its owner protected")
     folder = path.parent
-    while not folder.exists() and folder != folder.parent:
+    while not os.path.lexists(folder) and folder != folder.parent:
         folder = folder.parent
     if not folder.is_dir():
         raise OutputFileError(f"{field}={str(path)!r}: {str(folder)!r} is not a folder")
@@ -100,6 +102,36 @@ def check_output_path(path: str | os.PathLike, field: str = "file") -> Path:
         os.unlink(probe)
     except OSError as exc:
         raise OutputFileError(f"{field}={str(path)!r}: cannot write in {str(folder)!r} ({exc.strerror or exc.__class__.__name__})") from None
+    return path
+
+
+def check_output_dir(path: str | os.PathLike, field: str = "out") -> Path:
+    """``path`` if vitbench may make or fill it: an existing folder this process may list,
+    enter and write, or an absent one whose nearest existing parent it may enter and write.
+    Checked before any work; raises :class:`OutputFileError` (exit code 2) naming ``field``
+    (a mode-000 parent used to surface as an internal PermissionError from deep inside)."""
+    import stat
+
+    from vitbench.errors import OutputFileError
+
+    path = Path(path)
+    nearest = path
+    while True:
+        try:
+            st = os.stat(nearest)
+            break
+        except FileNotFoundError:
+            if nearest == nearest.parent:
+                raise OutputFileError(f"{field}={str(path)!r}: no directory on its way exists") from None
+            nearest = nearest.parent
+        except OSError as exc:  # a parent that may not be entered, a file where a folder should be
+            raise OutputFileError(f"{field}={str(path)!r}: cannot be reached ({exc.strerror or type(exc).__name__})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        where = "exists and is" if nearest == path else f"is under {str(nearest)!r}, which is"
+        raise OutputFileError(f"{field}={str(path)!r}: {where} not a directory")
+    needed = os.W_OK | os.X_OK | (os.R_OK if nearest == path else 0)
+    if not os.access(nearest, needed):
+        raise OutputFileError(f"{field}={str(path)!r}: the directory {str(nearest)!r} is not writable (or not readable) by this user")
     return path
 
 

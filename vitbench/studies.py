@@ -15,6 +15,7 @@ from typing import Any
 
 from vitbench.errors import InputFileError, VitbenchError
 from vitbench.reporting.study import ReportResult, render_report
+from vitbench.results import check_output_dir
 
 DEFAULT_OUT = Path("reports") / "default"
 SWEEP_SUFFIXES = (".yaml", ".yml", ".toml")
@@ -63,6 +64,8 @@ def report(
         plan = apply_overrides(load_sweep_file(path), measure=changes, rename=lambda key: "--" + key.rsplit(".", 1)[-1])
         default_out = DEFAULT_OUT if source is None else Path("reports") / plan.name
         out_dir = Path(out) if out is not None else default_out
+        check_output_dir(out_dir, "out")
+        check_output_dir(out_dir.parent, "out")  # where the report is built aside and swapped in
         _recover_swap(out_dir)
         _check_rerun(out_dir, plan.name, resume=resume, force=force)
         # Built aside and swapped in when complete: an interrupted or failed rerun leaves the
@@ -93,6 +96,7 @@ def report(
     records, info = _read(path)
     default_out = Path("reports") / (path.name if path.is_dir() else path.stem)
     out_dir = Path(out) if out is not None else default_out
+    check_output_dir(out_dir, "out")
     _copy_results(path, records, out_dir, force=force)
     command = command or _command(source, out_dir, default_out, {})
     return render_report(records, out_dir, sidecar=info, command=command, plots=plots)

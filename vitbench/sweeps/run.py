@@ -179,6 +179,7 @@ def execute(
     from vitbench.sweeps.export import check_formats, export_store
     from vitbench.sweeps.rows import check_measured, prepare_predict
     from vitbench.sweeps.grid import ID_DIGITS
+    from vitbench.results import check_output_dir
     from vitbench.sweeps.store import Store, check_sync, stored_id_digits, stored_ids
 
     check_formats(export)
@@ -188,6 +189,7 @@ def execute(
     size = tally(plan, shard)
     confirm_size(plan, size.selected, yes)
     prepare_predict(plan, on_calibrate)
+    check_output_dir(directory, "out")
     digits = ID_DIGITS if force else (stored_id_digits(directory) or ID_DIGITS)
     with Store.open(
         directory, sweep={**sweep_meta(plan, size.grid, shard, devices), "id_hex_digits": digits}, resume=resume, force=force,

@@ -52,6 +52,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from vitbench.results import check_output_dir
 from vitbench.sweeps.store_layout import (
     CSV_NAME, DAMAGED_NAME, DEFAULT_SYNC_EVERY, DEFAULT_SYNC_INTERVAL_S, DEFINITION_NAME, FORMAT, LEGACY_SIDECAR,
     LOCK_NAME, NOFOLLOW, PARQUET_NAME, ROWS_NAME, SCHEMA_VERSION, SYNC_POLICIES, StoreBusyError, StoreError,
@@ -152,6 +153,7 @@ class Store:
         docstring). Every path check happens here, before any configuration runs."""
         check_sync(sync, sync_interval_s, sync_every)
         directory = check_path(directory)
+        check_output_dir(directory, "out")
         if directory.exists() and not directory.is_dir():
             raise StoreError(f"out={str(directory)!r}: exists and is not a directory")
         try:

@@ -19,11 +19,17 @@ from vitbench.sweeps.store_layout import (
 
 def read_definition(directory: Path) -> dict[str, Any]:
     path = directory / DEFINITION_NAME
-    if not path.exists():
-        return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    except OSError as exc:  # a folder or file that may not be read
+        raise StoreError(f"file={str(path)!r}: cannot be read ({exc.strerror or exc.__class__.__name__})") from None
+    except ValueError as exc:
+        raise StoreError(f"file={str(path)!r}: not a readable store definition ({exc.__class__.__name__})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
         raise StoreError(f"file={str(path)!r}: not a readable store definition ({exc.__class__.__name__})") from None
     if not isinstance(data, dict):
         raise StoreError(f"file={str(path)!r}: not a store definition (top level is not an object)")
