@@ -104,6 +104,8 @@ def hf_sample(seed: int = SEED, size: int = HF_SAMPLE) -> list[str]:
 def hf_independent_count(arch: str) -> tuple[int, int]:
     """(MACs of one image, parameters) of ``AutoModel.from_config`` of the default config, by
     FlopCounterMode on the meta device, eager (math) attention."""
+    import inspect
+
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
@@ -115,23 +117,23 @@ def hf_independent_count(arch: str) -> tuple[int, int]:
     with torch.device("meta"):
         model = AutoModel.from_config(config).eval()
     images = torch.empty(1, config.num_channels, *size, device="meta")
+
+    def extra(device):
+        """MiniCPM's vision towers take each image's patch grid beside the pixels (their
+        forward's ``target_sizes``, "(h, w) patch grid sizes", shape (batch, 2))."""
+        if "target_sizes" not in inspect.signature(model.forward).parameters:
+            return {}
+        return {"target_sizes": torch.tensor([[size[0] // config.patch_size, size[1] // config.patch_size]], dtype=torch.int32, device=device)}
+
     try:  # a forward that reads values (Tensor.item) cannot run on meta: built and run for real
         with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
-            model(images)
+            model(images, **extra("meta"))
     except (RuntimeError, NotImplementedError):
         model = AutoModel.from_config(config).eval()
         images = torch.zeros(1, config.num_channels, *size)
     with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
-        model(images)
+        model(images, **extra(images.device))
     return counter.get_total_flops() // 2, sum(p.numel() for p in model.parameters())
-
-
-#: types of the seed-0 sample that analyze cannot count yet: their row is an error with the
-#: reason (one row, the others still counted), which this test checks instead
-HF_GAPS = {
-    "minicpm_ocr_vision": "'NoneType' object has no attribute 'device'",  # needs tgt_sizes beside pixel_values
-    "minicpmv4_7_vision": "'NoneType' object has no attribute 'device'",
-}
 
 
 @pytest.mark.slow
@@ -140,10 +142,47 @@ def test_analyze_fills_params_and_macs_for_any_hf_model_type(arch):
     import vitbench
 
     [row] = vitbench.analyze(f"hf:{arch}")
-    if arch in HF_GAPS:
-        assert row["status"] == "error" and HF_GAPS[arch] in row["error"] and row["macs"] is None
-        return
     assert row.get("status", "ok") != "error", row.get("error")
     macs, params = hf_independent_count(arch)
     assert row["macs_source"] in ("analytic", "dispatch") and row["params_source"] in ("analytic", "module")
     assert (row["macs"], row["params"]) == (macs, params)
+
+
+def hf_image_sized_types() -> list[str]:
+    """Every transformers model type whose default config has an ``image_size``: image encoders,
+    and the video, multimodal and prompted models that look like one from their config."""
+    pytest.importorskip("transformers")
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    out = []
+    for arch in sorted(MODEL_MAPPING_NAMES):
+        try:
+            config = CONFIG_MAPPING[arch]()
+        except Exception:  # noqa: BLE001 - a config that needs arguments
+            continue
+        if getattr(config, "image_size", None) is not None:
+            out.append(arch)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", hf_image_sized_types() if __import__("importlib").util.find_spec("transformers") else [])
+def test_every_hf_type_with_an_image_size_is_counted_or_refused_in_one_line(arch, capsys):
+    """Each type, one by one: ``analyze`` gives a row with params and MACs, or refuses the
+    model in one line with exit 2 (a video encoder, one that needs text or prompts, one whose
+    input is not an image tensor). Never an error row from deep inside, never exit 3."""
+    from vitbench.cli import main
+
+    code = main(["analyze", f"hf:{arch}", "--format", "json"])
+    out, err = capsys.readouterr()
+    if code == 2:
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"vitbench: error: model='hf:{arch}'"), err
+        return
+    import json
+
+    assert code == 0, err
+    [row] = json.loads(out)["records"] if out.lstrip().startswith("{") else json.loads(out)
+    assert row.get("status", "ok") == "ok", row.get("error")
+    assert isinstance(row["macs"], int) and row["macs"] > 0 and isinstance(row["params"], int) and row["params"] > 0

@@ -544,3 +544,45 @@ def test_hf_siglip2_is_recognised_and_refused_with_its_reason(reference):
     pytest.importorskip("transformers")
     with pytest.raises(SpecError, match=r"pre-cut patches .*NaFlex.*\(batch, channels, height, width\)"):
         resolve(reference)
+
+
+@pytest.mark.parametrize("reference, reason", [
+    ("hf:videomae", r"video encoder \(its input is 16 frames"),
+    ("hf:VivitModel", r"video encoder \(its input is 32 frames"),
+    ("hf:timesformer", r"video encoder \(its input is 8 frames"),
+    ("hf:vilt", r"takes input_ids first, not pixel_values"),
+    ("hf:seggpt", r"needs prompt_pixel_values, prompt_masks beside pixel_values"),
+])
+def test_hf_video_and_text_types_are_refused_for_what_they_are(reference, reason, capsys):
+    """Video encoders (5-D input) and models that need text or prompts beside the image failed
+    deep inside ("ValueError: not enough values to unpack", a TypeError error row); they are
+    refused from the config and the forward's signature, nothing built, one line, exit 2."""
+    pytest.importorskip("transformers")
+    with pytest.raises(SpecError, match=reason):
+        resolve(reference)
+    assert main(["analyze", reference]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and re.search(reason, err[0])
+
+
+def test_hf_minicpm_vision_tower_is_fed_its_patch_grid():
+    """MiniCPM's vision towers take ``target_sizes`` (each image's patch grid) beside the pixels:
+    analyze was an error row ("'NoneType' object has no attribute 'device'"). Counted here on a
+    one-layer config against FlopCounterMode over the tower transformers builds, fed the grid its
+    docstring asks for."""
+    pytest.importorskip("transformers")
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import AutoModel
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    import vitbench
+
+    [row] = vitbench.analyze("hf:minicpm_ocr_vision+num_hidden_layers=1", img_size=112)
+    config = CONFIG_MAPPING["minicpm_ocr_vision"](num_hidden_layers=1, image_size=112)
+    model = AutoModel.from_config(config).eval()
+    grid = torch.tensor([[112 // config.patch_size] * 2], dtype=torch.int32)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(torch.zeros(1, 3, 112, 112), target_sizes=grid)
+    assert row.get("status", "ok") == "ok" and row["macs_source"] == "dispatch"
+    assert (row["macs"], row["params"]) == (counter.get_total_flops() // 2, sum(p.numel() for p in model.parameters()))

@@ -8,7 +8,8 @@ as are the override flags. A Hub id (``hf:google/vit-base-patch16-224``)
 would need the network and is refused.
 
 The module's output (a ModelOutput) is returned as a tuple, first element the last hidden state,
-so that tracers see tensors.
+so that tracers see tensors. An encoder that takes each image's patch grid beside the pixels
+(MiniCPM's vision towers: ``target_sizes``) is given it, as its processor would for whole images.
 """
 
 from __future__ import annotations
@@ -62,6 +63,75 @@ def _as_tuple(module, inputs, output):
     return output.to_tuple() if hasattr(output, "to_tuple") else output
 
 
+def _forward_inputs(arch: str) -> tuple[str | None, list[str]]:
+    """(the first argument of the base model's forward, the others it requires), read from the
+    class without building it; (None, []) when it cannot be read. An image encoder takes
+    ``pixel_values`` first and requires nothing else."""
+    import inspect
+
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    names = MODEL_MAPPING_NAMES.get(arch)
+    name = names if isinstance(names, str) else names[0] if names else None
+    model_class = getattr(transformers, name, None) if name else None
+    try:
+        parameters = [p for n, p in inspect.signature(model_class.forward).parameters.items() if n != "self"]
+    except (AttributeError, TypeError, ValueError):
+        return None, []
+    if not parameters:
+        return None, []
+    plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    required = [p.name for p in parameters[1:] if p.kind in plain and p.default is inspect.Parameter.empty]
+    return parameters[0].name, required
+
+
+#: forward arguments that carry each image's patch grid (rows, columns) beside the pixels
+GRID_KEYWORDS = ("target_sizes", "tgt_sizes")
+
+
+def _grid_keyword(module: Any) -> str | None:
+    """The forward argument through which ``module`` wants each image's patch grid (MiniCPM's
+    vision towers: ``target_sizes``), None for an encoder that takes the pixels alone."""
+    import inspect
+
+    parameters = inspect.signature(module.forward).parameters
+    if list(parameters)[:1] != ["pixel_values"]:
+        return None
+    return next((k for k in GRID_KEYWORDS if k in parameters), None)
+
+
+def _with_patch_grid_class() -> type:
+    from torch import nn
+
+    class WithPatchGrid(nn.Module):
+        """Feeds an encoder that takes the patch grid beside the pixels: for a batch of
+        (B, C, H, W) images, ``[[H // patch, W // patch]] * B`` as int32, as its processor would
+        for whole images. Parameters, buffers and ``config`` are the encoder's."""
+
+        def __init__(self, encoder: nn.Module, keyword: str):
+            super().__init__()
+            self.encoder, self.keyword, self.config = encoder, keyword, encoder.config
+            patch = encoder.config.patch_size
+            self.patch = tuple(patch) if isinstance(patch, (list, tuple)) else (patch, patch)
+
+        def forward(self, pixel_values):
+            import torch
+
+            batch, _, height, width = pixel_values.shape
+            grid = torch.tensor([height // self.patch[0], width // self.patch[1]], dtype=torch.int32, device=pixel_values.device)
+            return self.encoder(pixel_values, **{self.keyword: grid.repeat(batch, 1)})
+
+    return WithPatchGrid
+
+
+def _WithPatchGrid(encoder: Any, keyword: str) -> Any:  # noqa: N802 - builds the (lazily defined) module class
+    """The encoder fed its patch grid, in a class named as the encoder's (messages name it)."""
+    base = _with_patch_grid_class()
+    named = type(type(encoder).__name__, (base,), {"__doc__": base.__doc__, "__module__": __name__})
+    return named(encoder, keyword)
+
+
 def _config(reference: str, name: str, kwargs: dict[str, Any]) -> tuple[str, Any, dict[str, Any], Any]:
     """(model type, config class, its default fields, field -> config field) of an ``hf:``
     reference, checked; nothing is built."""
@@ -85,6 +155,17 @@ def _config(reference: str, name: str, kwargs: dict[str, Any]) -> tuple[str, Any
     if not isinstance(getattr(defaults, "num_channels", None), int):
         raise SpecError("model", reference, f"is not an image encoder vitbench can feed ({config_class.__name__} has no num_channels: "
                         "its input is not a (batch, channels, height, width) image)")
+    frames = getattr(defaults, "num_frames", None)
+    if isinstance(frames, int) and not isinstance(frames, bool):
+        raise SpecError("model", reference, f"is a video encoder (its input is {frames} frames: (batch, frames, channels, height, width)); "
+                        "vitbench measures image models, (batch, channels, height, width)")
+    first, required = _forward_inputs(arch)
+    if first not in (None, "pixel_values"):
+        raise SpecError("model", reference, f"takes {first} first, not pixel_values: it needs more than an image (text tokens, masks); "
+                        "vitbench measures image encoders")
+    if required:
+        raise SpecError("model", reference, f"needs {', '.join(required)} beside pixel_values (not only an image); "
+                        "vitbench measures image encoders")
     known = defaults.to_dict()
 
     def config_field(field: str) -> str | None:
@@ -119,7 +200,8 @@ def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[s
 
         module = AutoModel.from_config(config_class(**fields))
         module.register_forward_hook(_as_tuple)
-        return module
+        keyword = _grid_keyword(module)
+        return _WithPatchGrid(module, keyword) if keyword else module
 
     module = probe(reference, key_of("hf", arch, fields), build)
     config = config_class(**fields)
