@@ -107,6 +107,7 @@ def test_optimizer_operators_come_per_parameter_with_its_state():
     assert sum(op.bytes for op in big) == 4 * 4 * params
 
 
+@pytest.mark.slow  # a few seconds: kept out of the 3-minute default run
 def test_more_depth_never_predicts_less_time():
     cal = synthetic()
     for mode in ("infer", "train"):
@@ -324,6 +325,7 @@ def _cli(*args, env=None):
                           env={**os.environ, **(env or {})})
 
 
+@pytest.mark.slow  # a few seconds: kept out of the 3-minute default run
 def test_cli_predict_with_a_calibration_file(tmp_path):
     path = save(synthetic(), tmp_path / "cal.json")
     done = _cli("predict", "mnist-vit", "resnet18", "--mode", "infer,train", "--batch-size", "1,4", "--calibration", str(path),
