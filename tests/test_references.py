@@ -592,3 +592,37 @@ def test_hf_minicpm_vision_tower_is_fed_its_patch_grid():
         model(torch.zeros(1, 3, 112, 112), target_sizes=grid)
     assert row.get("status", "ok") == "ok" and row["macs_source"] == "dispatch"
     assert (row["macs"], row["params"]) == (counter.get_total_flops() // 2, sum(p.numel() for p in model.parameters()))
+
+
+def test_analyze_exits_1_when_counters_disagree_on_any_model(tmp_path, monkeypatch, capsys):
+    """Issue: `analyze` exited 0 for a no-formula model whose counters differ
+    (`timm:maxvit_tiny_tf_224`: fvcore 5,551,836,704 vs dispatch 5,551,836,656) while `validate`
+    flagged it. A counter disagreement is a failed check (exit 1), the rows still printed. Here
+    fvcore has no handle for ``aten::tensordot`` (it lists it as unsupported and counts 0) while
+    the dispatch counter sees the matrix product inside: 3 x 16 x 8 = 384 MACs."""
+    (tmp_path / "attn.py").write_text(textwrap.dedent('''
+        import torch
+        from torch import nn
+
+        class Project(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weight = nn.Parameter(torch.ones(16, 8))
+
+            def forward(self, x):
+                return torch.tensordot(x.flatten(2), self.weight, dims=1)
+
+        def build(img_size=4):
+            return Project()
+    '''))
+    monkeypatch.chdir(tmp_path)
+    code = main(["analyze", "py:attn:build", "mnist-vit", "--img-size", "4", "--counters", "fvcore,dispatch", "--format", "csv"])
+    out, err = capsys.readouterr()
+    rows = {r["model"]: r for r in __import__("csv").DictReader(out.splitlines())}
+    assert code == 1, (out, err)
+    assert rows["py:attn:build"]["agree"] == "false"
+    assert (rows["py:attn:build"]["fvcore_macs"], rows["py:attn:build"]["dispatch_macs"]) == ("0", "384")
+    assert rows["mnist-vit"]["agree"] == "true"
+    assert [line for line in err.splitlines() if "disagree" in line] == [
+        line for line in err.splitlines() if line.startswith("vitbench: counters disagree: py:attn:build:")]
+    assert main(["analyze", "mnist-vit", "--counters", "fvcore,dispatch"]) == 0

@@ -73,4 +73,10 @@ def run(args) -> int:
             # plus LayerNorm/BatchNorm at 4-5 per element.
             table = counted.fvcore_table.replace("#flops", "#fvcore flops (MACs + norms)")
             sys.stdout.write(f"\n{target.label}: fvcore per-module table (fvcore counts one MAC as one 'flop')\n{table}\n")
-    return 3 if failed else 2 if refused else 0
+    disagree = [r for r in records if r.get("agree") is False]
+    for row in disagree:
+        import sys
+
+        counted = ", ".join(f"{name} {row[name]:,}" for name in ("macs", "fvcore_macs", "dispatch_macs") if isinstance(row.get(name), int))
+        print(f"vitbench: counters disagree: {row['model']}: {counted} MACs (vitbench validate {row['model']} shows where)", file=sys.stderr)
+    return 3 if failed else 2 if refused else 1 if disagree else 0
