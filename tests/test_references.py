@@ -626,3 +626,22 @@ def test_analyze_exits_1_when_counters_disagree_on_any_model(tmp_path, monkeypat
     assert [line for line in err.splitlines() if "disagree" in line] == [
         line for line in err.splitlines() if line.startswith("vitbench: counters disagree: py:attn:build:")]
     assert main(["analyze", "mnist-vit", "--counters", "fvcore,dispatch"]) == 0
+
+
+def test_timm_img_size_reaches_a_class_that_passes_kwargs_to_its_parent():
+    """Issue: `deit_base_distilled`'s constructor takes ``**kwargs``, so ``img_size`` was not
+    passed and ``--img-size 384`` failed ("Input height (384) doesn't match model (224)").
+    The arguments a class takes now include its parents' while ``**kwargs`` passes them on.
+    Checked against timm's own model built with ``img_size=384``, counted by FlopCounterMode."""
+    timm = pytest.importorskip("timm")
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    name = "deit_tiny_distilled_patch16_224"
+    [row] = vitbench.analyze(f"timm:{name}", img_size=384)
+    with torch.device("meta"):
+        model = timm.create_model(name, img_size=384).eval()
+    with FlopCounterMode(display=False) as counter:
+        model(torch.empty(1, 3, 384, 384, device="meta"))
+    assert row.get("status", "ok") == "ok" and row["tokens"] == 24 * 24 + 2
+    assert (row["macs"], row["params"]) == (counter.get_total_flops() // 2, sum(p.numel() for p in model.parameters()))

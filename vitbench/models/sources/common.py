@@ -39,6 +39,27 @@ def accepted(function: Callable[..., Any]) -> set[str] | None:
     }
 
 
+def class_parameters(cls: type) -> set[str]:
+    """Keyword parameters a class's constructor takes: its ``__init__``'s, and, while an
+    ``__init__`` passes ``**kwargs`` on (as timm's ``VisionTransformerDistilled`` does to
+    ``VisionTransformer``), those of the classes it inherits from."""
+    import inspect
+
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        try:
+            parameters = inspect.signature(init).parameters
+        except (TypeError, ValueError):
+            break
+        names |= {n for n, p in parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n != "self"}
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+            break
+    return names
+
+
 def typed(value: Any) -> Any:
     """Override values arrive as text from the command line: parse them like reference values."""
     from vitbench.models.references import parse_value

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from vitbench.errors import SpecError
-from vitbench.models.sources.common import accepted, finish, key_of, probe, typed
+from vitbench.models.sources.common import class_parameters, finish, key_of, probe, typed
 from vitbench.models.target import input_size_of, no_network, require, unknown
 
 _NETWORK_PREFIXES = ("hf-hub:", "hf_hub:", "local-dir:")
@@ -39,7 +39,7 @@ def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[s
 
     passed = {k: v for k, v in kwargs.items() if k != "img_size"}
     base = probe(reference, key_of("timm", name, passed), builder(passed))
-    takes = accepted(type(base).__init__) or set()
+    takes = class_parameters(type(base))
     cfg = dict(getattr(base, "pretrained_cfg", None) or {})
     fixed_size = bool(cfg.get("fixed_input_size")) and "img_size" in takes
     final, shown = dict(passed), dict(kwargs)
