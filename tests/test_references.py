@@ -645,3 +645,39 @@ def test_timm_img_size_reaches_a_class_that_passes_kwargs_to_its_parent():
         model(torch.empty(1, 3, 384, 384, device="meta"))
     assert row.get("status", "ok") == "ok" and row["tokens"] == 24 * 24 + 2
     assert (row["macs"], row["params"]) == (counter.get_total_flops() // 2, sum(p.numel() for p in model.parameters()))
+
+
+@pytest.mark.parametrize("before_width, after_width", [(20, 22), (22, 20)])
+def test_default_gate_catches_a_ten_percent_macs_change_on_a_model_without_a_formula(
+        tmp_path, monkeypatch, capsys, before_width, after_width):
+    """The model is the same reference in both runs (its width is read from the environment, as
+    a user editing their own module would change it), so the rows are matched by identity and
+    the gate's default rules (no --rule) judge a ~10% change of the dispatch-counted MACs."""
+    import csv
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tenpercent.py").write_text(
+        "import os\nfrom torch import nn\n\n\n"
+        "def net():\n"
+        "    width = int(os.environ['TENPERCENT_WIDTH'])\n"
+        "    return nn.Sequential(nn.Conv2d(3, width, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),\n"
+        "                         nn.Linear(width, 10))\n")
+    from vitbench.models import target
+
+    for width, out in ((before_width, "base.csv"), (after_width, "new.csv")):
+        monkeypatch.setenv("TENPERCENT_WIDTH", str(width))
+        target._LIGHT.clear()  # two runs in one process: the second must not reuse the first's module
+        assert main(["analyze", "py:tenpercent:net", "--img-size", "32", "--format", "csv", "-o", out]) == 0
+    [base] = list(csv.DictReader(open("base.csv")))
+    [new] = list(csv.DictReader(open("new.csv")))
+    assert base["macs_source"] == new["macs_source"] == "dispatch"
+    # conv: 30*30 outputs x 27 MACs x width, then the linear layer: width x 10
+    assert int(base["macs"]) == 30 * 30 * 27 * before_width + before_width * 10
+    assert int(new["macs"]) == 30 * 30 * 27 * after_width + after_width * 10
+    assert abs(int(new["macs"]) / int(base["macs"]) - 1) == pytest.approx(0.1, abs=0.01)
+    capsys.readouterr()
+    code = main(["compare", "base.csv", "new.csv", "--format", "csv"])
+    out = capsys.readouterr().out
+    verdicts = {(r["metric"], r["verdict"]) for r in csv.DictReader(__import__("io").StringIO(out))}
+    assert code == 1
+    assert ("macs", "REGRESSION") in verdicts
