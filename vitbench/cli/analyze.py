@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from vitbench.cli.common import (
     add_format_argument,
     add_model_arguments,
@@ -58,12 +60,8 @@ def run(args) -> int:
     failed = [r for r in records if r.get("status") == "error"]
     refused = [r for r in records if r.get("status") == "refused"]
     for row in failed + refused:
-        import sys
-
         print(f"vitbench: error: {row['model']}: {row['error']}", file=sys.stderr)
     if args.module_table is not None:
-        import sys
-
         from vitbench.api import resolve_models
         from vitbench.counters import count_detailed
 
@@ -75,8 +73,6 @@ def run(args) -> int:
             sys.stdout.write(f"\n{target.label}: fvcore per-module table (fvcore counts one MAC as one 'flop')\n{table}\n")
     disagree = [r for r in records if r.get("agree") is False]
     for row in disagree:
-        import sys
-
         counted = ", ".join(f"{name} {row[name]:,}" for name in ("macs", "fvcore_macs", "dispatch_macs") if isinstance(row.get(name), int))
         print(f"vitbench: counters disagree: {row['model']}: {counted} MACs (vitbench validate {row['model']} shows where)", file=sys.stderr)
     return 3 if failed else 2 if refused else 1 if disagree else 0
