@@ -188,8 +188,8 @@ def execute(
     devices = check_measured(plan)
     size = tally(plan, shard)
     confirm_size(plan, size.selected, yes)
+    check_output_dir(directory, "out")  # before a calibration runs (Store.open checks it again for direct callers)
     prepare_predict(plan, on_calibrate)
-    check_output_dir(directory, "out")
     digits = ID_DIGITS if force else (stored_id_digits(directory) or ID_DIGITS)
     with Store.open(
         directory, sweep={**sweep_meta(plan, size.grid, shard, devices), "id_hex_digits": digits}, resume=resume, force=force,
