@@ -668,8 +668,8 @@ def test_default_gate_catches_a_ten_percent_macs_change_on_a_model_without_a_for
         monkeypatch.setenv("TENPERCENT_WIDTH", str(width))
         target._LIGHT.clear()  # two runs in one process: the second must not reuse the first's module
         assert main(["analyze", "py:tenpercent:net", "--img-size", "32", "--format", "csv", "-o", out]) == 0
-    [base] = list(csv.DictReader(open("base.csv")))
-    [new] = list(csv.DictReader(open("new.csv")))
+    [base] = list(csv.DictReader((tmp_path / "base.csv").read_text().splitlines()))
+    [new] = list(csv.DictReader((tmp_path / "new.csv").read_text().splitlines()))
     assert base["macs_source"] == new["macs_source"] == "dispatch"
     # conv: 30*30 outputs x 27 MACs x width, then the linear layer: width x 10
     assert int(base["macs"]) == 30 * 30 * 27 * before_width + before_width * 10

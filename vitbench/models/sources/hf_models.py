@@ -125,7 +125,7 @@ def _with_patch_grid_class() -> type:
     return WithPatchGrid
 
 
-def _WithPatchGrid(encoder: Any, keyword: str) -> Any:  # noqa: N802 - builds the (lazily defined) module class
+def _WithPatchGrid(encoder: Any, keyword: str) -> Any:
     """The encoder fed its patch grid, in a class named as the encoder's (messages name it)."""
     base = _with_patch_grid_class()
     named = type(type(encoder).__name__, (base,), {"__doc__": base.__doc__, "__module__": __name__})

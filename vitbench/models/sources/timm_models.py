@@ -12,7 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from vitbench.errors import SpecError
-from vitbench.models.sources.common import class_parameters, finish, key_of, probe, typed
+from vitbench.models.sources.common import (
+    class_parameters,
+    finish,
+    key_of,
+    probe,
+    typed,
+)
 from vitbench.models.target import input_size_of, no_network, require, unknown
 
 _NETWORK_PREFIXES = ("hf-hub:", "hf_hub:", "local-dir:")
@@ -21,7 +27,6 @@ _NETWORK_PREFIXES = ("hf-hub:", "hf_hub:", "local-dir:")
 def taken(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any]) -> None:
     """None: which overrides a timm model takes is known only from its class, which only an
     instance shows (timm's entry points do not all annotate it); ``resolve`` builds it on meta."""
-    return None
 
 
 def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]):
