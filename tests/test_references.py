@@ -14,7 +14,12 @@ from _cli import run
 import vitbench
 from vitbench.cli import main
 from vitbench.errors import SpecError, UnknownModelError, VitbenchError
-from vitbench.models.references import parse_reference, parse_value, resolve, resolve_all
+from vitbench.models.references import (
+    parse_reference,
+    parse_value,
+    resolve,
+    resolve_all,
+)
 
 
 @pytest.fixture
@@ -575,7 +580,6 @@ def test_hf_minicpm_vision_tower_is_fed_its_patch_grid():
     from torch.utils.flop_counter import FlopCounterMode
     from transformers import AutoModel
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
-
     from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
 
     import vitbench
