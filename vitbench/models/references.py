@@ -221,9 +221,10 @@ def resolve(
     return target
 
 
-def overrides_taken(model: str, overrides: Mapping[str, Any]) -> set[str] | None:
+def overrides_taken(model: str, overrides: Mapping[str, Any]) -> set[str]:
     """The names in ``overrides`` a reference (``timm:``, ``hf:``, ...) would apply, found
-    without building it or calling a ``py:`` factory; None where only a build can tell (timm).
+    without calling a ``py:`` factory or building the model, except a timm model: only its class
+    tells, and only an instance shows it, so it is built once on the meta device.
     The reference itself is checked (unknown names, downloads) as ``resolve`` checks it."""
     from vitbench.models import sources
 

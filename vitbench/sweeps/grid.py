@@ -144,18 +144,14 @@ def _fragment(value: Any) -> str:
 
 def _reference_takes(model: str, overrides: dict[str, Any]) -> set[str]:
     """The grid fields a reference applies (they make its configurations distinct): from its
-    signature or config where that tells (a ``py:`` factory is not called), else from a build
-    on the meta device (timm); every field when the reference is invalid (its rows say why)."""
-    from vitbench.models.references import overrides_taken, resolve
+    signature or config (a ``py:`` factory is not called; timm builds on meta); every field
+    when the reference is invalid (its rows say why)."""
+    from vitbench.models.references import overrides_taken
 
     try:
-        used = overrides_taken(model, overrides)
-        if used is None:
-            used = set()
-            resolve(model, overrides, used=used)
+        return overrides_taken(model, overrides)
     except SpecError:
         return set(overrides)
-    return used
 
 
 class _ModelGrid:

@@ -250,11 +250,10 @@ def model_kinds(check: Checker, key: str, models: Sequence[str], first: Mapping[
             if parse_reference(model)[0] == "preset":
                 out[model] = type(resolve(model).spec)
                 continue
-            if overrides_taken(model, first) is None:
-                try:
-                    resolve(model, dict(first), used=set())
-                except SpecError:  # the first grid values may not suit it: its own defaults may
-                    resolve(model)
+            try:
+                overrides_taken(model, first)
+            except SpecError:  # the first grid values may not suit it: its own defaults may
+                overrides_taken(model, {})
         except Exception as exc:  # UnknownModelError, SpecError: keep the hint after the key
             raise check.fail(key, model, str(exc).split(": ", 1)[-1]) from None
         out[model] = None

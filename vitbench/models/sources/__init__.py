@@ -1,7 +1,7 @@
 """Reference adapters, one module per library: torchvision, timm, hf (transformers), py
 (a user's factory). Each ``resolve(reference, name, kwargs, overrides, used) -> Target``, and
-``taken(reference, name, kwargs, overrides) -> set | None``: the override names ``resolve`` would
-apply, found without building (None where only a build can tell)."""
+``taken(reference, name, kwargs, overrides) -> set``: the override names ``resolve`` would
+apply, found without building (timm, whose class only an instance shows, builds on meta)."""
 
 from __future__ import annotations
 
@@ -20,5 +20,5 @@ def resolve(source: str, reference: str, name: str, kwargs: dict[str, Any], over
     return importlib.import_module(MODULES[source]).resolve(reference, name, kwargs, overrides, used)
 
 
-def taken(source: str, reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any]) -> set[str] | None:
+def taken(source: str, reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any]) -> set[str]:
     return importlib.import_module(MODULES[source]).taken(reference, name, kwargs, overrides)

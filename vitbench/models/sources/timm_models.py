@@ -24,9 +24,13 @@ from vitbench.models.target import input_size_of, no_network, require, unknown
 _NETWORK_PREFIXES = ("hf-hub:", "hf_hub:", "local-dir:")
 
 
-def taken(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any]) -> None:
-    """None: which overrides a timm model takes is known only from its class, which only an
-    instance shows (timm's entry points do not all annotate it); ``resolve`` builds it on meta."""
+def taken(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any]) -> set[str]:
+    """The override names ``resolve`` applies. Only the model's class tells, and only an instance
+    shows the class (timm's entry points do not all annotate it), so this is ``resolve`` itself:
+    the model is built once on the meta device (library code, no weights, cached)."""
+    used: set[str] = set()
+    resolve(reference, name, kwargs, overrides, used)
+    return used
 
 
 def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]):
