@@ -41,7 +41,7 @@ def test_a_dry_run_calls_no_py_factory_and_lists_the_ids_the_run_writes(factory_
     captured = capsys.readouterr()
     assert not (factory_dir / "calls.txt").exists()  # the factory was never called
     assert captured.out.strip().endswith("4 configurations")
-    assert "built when the sweep runs" in captured.err
+    assert "built when the sweep runs" in captured.err and captured.err.rstrip().endswith("py:./mine.py:build")
     listed = _listed_ids(captured.out)
     assert len(listed) == 4
     assert main([*argv, "--out", str(factory_dir / "s"), "-q"]) == 0
@@ -68,6 +68,11 @@ def test_a_dry_run_builds_no_torchvision_or_hf_model(monkeypatch, capsys):
     out = capsys.readouterr().out
     # ResNet-18 takes img_size only (2 rows); hf:vit takes both (4 rows)
     assert out.strip().endswith("6 configurations")
+    from vitbench.sweeps import build_plan
+    from vitbench.sweeps.run import preview
+
+    plan = build_plan(models=["torchvision:resnet18", "vit-s/16", "hf:vit"], grid={"img_size": [160, 224]})
+    assert preview(plan).unchecked == ("torchvision:resnet18", "hf:vit")  # the API says what the CLI's note says
 
 
 @pytest.mark.parametrize("reference, kind", [

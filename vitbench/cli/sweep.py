@@ -128,9 +128,9 @@ def _dry_run(plan, shard) -> int:
         sys.stdout.write(f"... and {shown.tally.selected - len(shown.rows)} more\n")
     sys.stdout.write(f"estimated time: {shown.seconds / 3600:.2f} h ({shown.seconds / max(shown.tally.selected, 1):.3g} s per row)\n")
     sys.stdout.write(f"{shown.tally.selected} configurations\n")
-    if any(row["model"].partition(":")[0] in ("timm", "torchvision", "hf", "py") for row in shown.rows):
-        print("vitbench: note: model references are built when the sweep runs (a dry run calls no py: factory), "
-              "so their configurations are not checked here", file=sys.stderr)
+    if shown.unchecked:
+        print(f"vitbench: note: model references are built when the sweep runs (a dry run calls no py: factory), "
+              f"so their configurations are not checked here: {', '.join(shown.unchecked)}", file=sys.stderr)
     return 0
 
 

@@ -120,12 +120,14 @@ def confirm_size(plan: SweepPlan, count: int, yes: bool) -> float:
 
 @dataclass(frozen=True)
 class Preview:
-    """What ``--dry-run`` shows: the first ``limit`` configurations as rows, the counts, and the
-    estimated seconds to run the selection."""
+    """What ``--dry-run`` shows: the first ``limit`` configurations as rows, the counts, the
+    estimated seconds to run the selection, and the model references whose configurations were
+    not checked (only building them could tell)."""
 
     rows: list[dict[str, Any]]
     tally: Tally
     seconds: float
+    unchecked: tuple[str, ...] = ()
 
 
 def preview(plan: SweepPlan, shard: tuple[int, int] | None = None, limit: int = 1000, head: int = 20) -> Preview:
@@ -140,7 +142,7 @@ def preview(plan: SweepPlan, shard: tuple[int, int] | None = None, limit: int = 
 
     check_valid(plan, build=False)
     counted = tally(plan, shard)
-    references = {m for study in plan.studies for m in study.models if is_reference(m)}
+    references = tuple(dict.fromkeys(m for study in plan.studies for m in study.models if is_reference(m)))
     rows = [
         {
             "index": c.index, "id": c.id, "study": c.study, "model": c.model, "overrides": c.overrides_text,
@@ -149,7 +151,7 @@ def preview(plan: SweepPlan, shard: tuple[int, int] | None = None, limit: int = 
         }
         for c in islice(iter_configs(plan, shard), limit if counted.selected <= limit else head)
     ]
-    return Preview(rows, counted, estimate_seconds(plan, counted.selected)[0])
+    return Preview(rows, counted, estimate_seconds(plan, counted.selected)[0], references)
 
 
 def execute(
