@@ -52,7 +52,7 @@ def decode_record(line: bytes) -> dict[str, Any] | None:
         if zlib.crc32(body) != int(line[-10:-2], 16):
             return None
         row = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a CRC-valid body nested too deeply to parse
         return None
     return row if isinstance(row, dict) else None
 

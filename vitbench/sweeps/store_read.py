@@ -20,16 +20,12 @@ from vitbench.sweeps.store_layout import (
 def read_definition(directory: Path) -> dict[str, Any]:
     path = directory / DEFINITION_NAME
     try:
-        text = path.read_text(encoding="utf-8")
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, NotADirectoryError):
         return {}
     except OSError as exc:  # a folder or file that may not be read
         raise StoreError(f"file={str(path)!r}: cannot be read ({exc.strerror or exc.__class__.__name__})") from None
-    except ValueError as exc:
-        raise StoreError(f"file={str(path)!r}: not a readable store definition ({exc.__class__.__name__})") from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deeply to parse
         raise StoreError(f"file={str(path)!r}: not a readable store definition ({exc.__class__.__name__})") from None
     if not isinstance(data, dict):
         raise StoreError(f"file={str(path)!r}: not a store definition (top level is not an object)")
@@ -220,8 +216,10 @@ def _read_legacy(path: Path) -> tuple[Records, dict[str, Any]]:
     if (path / LEGACY_SIDECAR).exists():
         try:
             sidecar = json.loads((path / LEGACY_SIDECAR).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             raise StoreError(f"file={str(path / LEGACY_SIDECAR)!r}: not a readable results JSON ({exc.__class__.__name__})") from None
+        if not isinstance(sidecar, dict):
+            raise StoreError(f"file={str(path / LEGACY_SIDECAR)!r}: not a results JSON (top level is not an object)")
         version = sidecar.get("schema_version", 1)
         if isinstance(version, int) and version > SCHEMA_VERSION:
             raise StoreError(f"file={str(path / LEGACY_SIDECAR)!r}: schema_version {version} is newer than this vitbench reads; upgrade vitbench")

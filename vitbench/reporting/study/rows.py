@@ -30,7 +30,7 @@ def spec_dict(record: dict[str, Any]) -> dict[str, Any] | None:
         return None
     try:
         return json.loads(key)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -111,7 +111,7 @@ def throughput_band(record: dict[str, Any]) -> tuple[float, float] | None:
         if isinstance(values, str):
             try:
                 values = json.loads(values)
-            except ValueError:
+            except (ValueError, RecursionError):
                 values = None
         values = [v for v in (values or []) if num(v)]
         if len(values) >= 2:
