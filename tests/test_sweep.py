@@ -217,3 +217,49 @@ def test_a_store_of_12_digit_ids_resumes_with_12_digit_ids(tmp_path):
     assert len(rows) == 6 and {len(r["id"]) for r in rows} == {12}
     kept = [r for r in rows if r["id"] in before]
     assert len(kept) == 4 and all(r == before[r["id"]] for r in kept)  # not run again
+
+
+def _counting_build_config(monkeypatch):
+    from vitbench.sweeps import grid
+
+    calls = []
+    real = grid.build_config
+
+    def counted(model, overrides):
+        calls.append(overrides)
+        return real(model, overrides)
+
+    monkeypatch.setattr(grid, "build_config", counted)
+    return calls
+
+
+def test_the_validity_check_does_not_walk_millions_of_invalid_points_to_find_a_valid_one(monkeypatch):
+    """3,000,000 points; in grid order the first 2,000,000 have embed_dim 64 or 128, which vit-s/16's
+    6 heads do not divide. The check found the first valid point by walking them all (about two
+    minutes). It must look where the grid varies instead and stop at a valid point."""
+    from vitbench.sweeps.grid import check_valid
+
+    calls = _counting_build_config(monkeypatch)
+    plan = _plan(["vit-s/16"], {"embed_dim": [64, 128, 192], "depth": list(range(1, 1001)), "mlp_ratio": list(range(1, 1001))})
+    check_valid(plan)  # a valid point exists (embed_dim 192): no error
+    assert 0 < len(calls) <= 2_000
+    assert dict(calls[-1])["embed_dim"] == 192
+
+
+def test_a_huge_grid_that_may_be_all_invalid_is_not_walked_point_by_point(monkeypatch):
+    """10^6 points, none valid (65 is not divisible by 6 heads): only enumerating them all could
+    prove it, so the check gives up after a bounded number of tries; every row then says why it
+    is invalid. A grid small enough to try whole is still refused (the next test)."""
+    from vitbench.sweeps.grid import check_valid, iter_configs
+
+    calls = _counting_build_config(monkeypatch)
+    plan = _plan(["vit-s/16"], {"embed_dim": [65], "depth": list(range(1, 1001)), "mlp_ratio": list(range(1, 1001))})
+    check_valid(plan)
+    assert 0 < len(calls) <= 2_000
+    first = next(iter(iter_configs(plan)))
+    assert first.invalid is not None and "embed_dim" in first.invalid
+
+
+def test_a_small_grid_that_is_all_invalid_is_still_refused_whatever_its_order():
+    with pytest.raises(VitbenchError, match="every configuration of the grid is invalid"):
+        expand(_plan(["vit-s/16"], {"embed_dim": [64, 65, 128], "depth": [1, 2, 3]}))
