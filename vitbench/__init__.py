@@ -20,6 +20,7 @@ _EXPORTS = {
     "profile": "vitbench.measure.profile",
     "sweep": "vitbench.sweeps",
     "predict": "vitbench.timemodel.run",
+    "devices": "vitbench.timemodel.run",
     "calibrate": "vitbench.timemodel.calibration",
     "plan": "vitbench.analytic.memory",
     "memory_estimate": "vitbench.analytic.memory",

@@ -20,6 +20,7 @@ COMMANDS = (
     "validate",
     "profile",
     "predict",
+    "devices",
     "calibrate",
     "selftest",
     "sweep",

@@ -18,7 +18,7 @@ def register(subparsers) -> None:
         "$XDG_CACHE_HOME/vitbench, else ~/.cache/vitbench), one per CPU, thread count and torch "
         "version, and, with --save FILE, also to FILE to share (predict --calibration FILE).",
     )
-    parser.add_argument("--device", default="cpu", metavar="DEVICE", help="cpu (GPUs: predict uses their datasheet; --device cuda is calibrated by the GPU issue's work)")
+    parser.add_argument("--device", default="cpu", metavar="DEVICE", help="cpu (a GPU is priced by the GPU cost model: `vitbench predict --device h100`)")
     parser.add_argument("--threads", type=thread_count, metavar="N", help="CPU threads (default: all this process may use)")
     parser.add_argument("--precision", type=choice_list("precision", ("fp32", "bf16")), default=["fp32"], metavar="PRECISION", help="fp32 and/or bf16 (comma-separated; default fp32)")
     parser.add_argument("--save", metavar="FILE", help="also write the calibration to FILE")
@@ -36,7 +36,7 @@ def run(args) -> int:
     if device != "cpu":
         from vitbench.errors import SpecError
 
-        raise SpecError("device", args.device, "only the CPU is calibrated in this version; predict prices GPUs from their datasheet")
+        raise SpecError("device", args.device, "only the CPU is calibrated in this version; predict prices GPUs with the GPU cost model (docs/time.md)")
     if args.save:  # checked before the half-minute run, not after it
         from vitbench.results import check_output_path
 

@@ -5,13 +5,20 @@ from __future__ import annotations
 import sys
 
 from vitbench.cli.common import (
-    add_format_argument, add_model_arguments, add_run_arguments, emit, overrides_from, positive_float, positive_int,
+    add_format_argument,
+    add_model_arguments,
+    add_run_arguments,
+    choice_list,
+    emit,
+    overrides_from,
+    positive_float,
+    positive_int,
     run_settings_from,
 )
 
 
 def register(subparsers) -> None:
-    from vitbench.timemodel.run import PREDICT_DEVICES
+    from vitbench.timemodel.run import PREDICT_PRECISIONS
 
     parser = subparsers.add_parser(
         "predict",
@@ -22,15 +29,27 @@ def register(subparsers) -> None:
         "pred_elementwise_s, pred_optimizer_s, pred_overhead_s) that sums to it. Every operator "
         "of the step is traced on fake tensors and priced from this machine's calibration "
         "(`vitbench calibrate`; made on first use, about 30 s, kept in the cache directory), or, "
-        "for a GPU one does not have, from its datasheet (--device h100, h200, a100, l4, "
-        "rtx4090...: pred_basis=datasheet, a roofline lower bound). With --epochs and "
+        "for a GPU (--device h100, a100, l4, rtx4090...: `vitbench devices` lists them; several "
+        "at once: --device a100,h100), by the GPU cost model from the card's published numbers "
+        "and its generation's parameters fitted on timm's published throughputs; GPU rows carry "
+        "the validation's error band (pred_error_median, pred_error_p90). With --epochs and "
         "--dataset-size: pred_epoch_s, pred_train_hours and, with --price-per-hour, pred_cost; "
         "from a measured step instead when --measured has the same configuration.",
     )
     add_model_arguments(parser)
-    parser.add_argument("--device", default="cpu", metavar="DEVICE",
-                        help=f"what to predict for (default cpu): {', '.join(PREDICT_DEVICES)}")
-    add_run_arguments(parser, fields=("mode", "batch_size", "precision", "threads", "optimizer"), title="the step")
+    parser.add_argument("--device", default="cpu", metavar="DEVICE[,DEVICE...]",
+                        help="what to predict for (default cpu): cpu, cuda (this machine's GPU) or GPUs from "
+                        "`vitbench devices`, comma-separated (one trace, priced per device)")
+    add_run_arguments(parser, fields=("mode", "batch_size", "threads", "optimizer"), title="the step")
+    parser.add_argument("--precision", type=choice_list("precision", PREDICT_PRECISIONS), metavar="PRECISION",
+                        help="fp32, tf32 (GPU: TF32 tensor cores for matrix products), bf16 or fp16 "
+                        "(autocast; fp16 needs a GPU), comma-separated (default fp32)")
+    parser.add_argument("--reparam", action="store_true",
+                        help="the model in its deployed form (timm's reparameterize_model: repvgg, mobileone, "
+                        "fastvit...), as timm's own benchmarks run it")
+    parser.add_argument("--no-trace-cache", action="store_true",
+                        help="trace again instead of using the trace cache (traces of named models are kept in "
+                        "the cache directory's traces/)")
     group = parser.add_argument_group("calibration")
     group.add_argument("--calibration", metavar="FILE", help="use this calibration file (one that is damaged or from another torch version is refused, with the reason, and the machine calibrated instead)")
     group.add_argument("--recalibrate", action="store_true", help="calibrate again even if the cache has a calibration")
@@ -57,7 +76,8 @@ def run(args) -> int:
         raise SpecError("batch_size", "auto", "predict needs explicit batch sizes (plan gives the largest that fits)")
     records = predict(
         args.models, device=args.device, mode=settings.get("mode", "infer"), batch_size=settings.get("batch_size", 1),
-        precision=settings.get("precision", "fp32"), optimizer=settings.get("optimizer", "adamw"),
+        precision=args.precision or "fp32", optimizer=settings.get("optimizer", "adamw"), reparam=args.reparam,
+        trace_cache=not args.no_trace_cache,
         threads=settings.get("threads"), calibration=args.calibration, recalibrate=args.recalibrate,
         epochs=args.epochs, dataset_size=args.dataset_size, price_per_hour=args.price_per_hour,
         measured=args.measured, overrides=overrides_from(args), on_calibrate=_notice,
@@ -73,6 +93,8 @@ def run(args) -> int:
     if args.format in ("table", "markdown"):
         columns = list(TABLE_COLUMNS)
         extra = ("pred_epoch_s", "pred_train_hours", "pred_cost", "cost_basis", "measured_latency_s", "pred_ratio", "overrides", "status")
+        if not any(r.get("pred_error_p90") is not None for r in records):
+            columns.remove("pred_error_p90")
         columns += [c for c in extra if any(r.get(c) is not None for r in records) and (c != "status" or any(r.get(c) != "ok" for r in records))]
     emit(args, records, columns)
     if records and all(r.get("status") == "error" for r in records):

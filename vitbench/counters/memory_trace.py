@@ -72,8 +72,8 @@ def _dispatch_mode(tracker: _Tracker):
     return Trace()
 
 
-def fake_module(module: Any, fake_mode: Any) -> Any:
-    """Parameters and buffers of ``module`` replaced by fake CPU tensors (tied ones stay tied)."""
+def fake_module(module: Any, fake_mode: Any, device: str = "cpu") -> Any:
+    """Parameters and buffers of ``module`` replaced by fake tensors on ``device`` (tied ones stay tied)."""
     import torch
     from torch import nn
 
@@ -85,7 +85,7 @@ def fake_module(module: Any, fake_mode: Any) -> Any:
                     continue
                 if id(tensor) not in replaced:
                     with fake_mode:
-                        fake = torch.empty_strided(tensor.shape, tensor.stride(), dtype=tensor.dtype, device="cpu")
+                        fake = torch.empty_strided(tensor.shape, tensor.stride(), dtype=tensor.dtype, device=device)
                     if isinstance(tensor, nn.Parameter):
                         fake = nn.Parameter(fake, requires_grad=tensor.requires_grad)
                     replaced[id(tensor)] = fake

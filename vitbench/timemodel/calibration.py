@@ -23,8 +23,8 @@ The probes (:mod:`vitbench.timemodel.probes`) are two small synthetic networks, 
 that is predicted. A calibration is tied to the device, its name, the thread count and the
 torch version (:func:`calibration_key`); :func:`load` refuses one made under another torch.
 
-A datasheet calibration (:mod:`vitbench.timemodel.datasheet`) has the same form, from a GPU's
-published peak rates and bandwidth: ``basis = "datasheet"``.
+GPUs are priced by their own model (:mod:`vitbench.timemodel.gpu_model`), not by a calibration
+of this form.
 """
 
 from __future__ import annotations
@@ -272,8 +272,8 @@ def calibrate(device: str = "cpu", threads: int | None = None, precisions: tuple
     if device != "cpu":
         from vitbench.errors import SpecError
 
-        raise SpecError("device", device, "calibration measures the CPU in this version; for a GPU use its "
-                        "datasheet profile (--device h100, h200, a100, l4, rtx4090)")
+        raise SpecError("device", device, "calibration measures the CPU in this version; a GPU is priced by the "
+                        "GPU cost model (`vitbench predict --device h100`; `vitbench devices` lists the GPUs)")
     threads = threads or default_threads()
     dtypes = sorted({PRECISION_DTYPES[p] for p in precisions} | {"float32"})
     command = [sys.executable, "-m", "vitbench.timemodel.calibration", "--threads", str(threads), "--dtypes", ",".join(dtypes)]

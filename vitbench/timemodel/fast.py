@@ -36,7 +36,7 @@ def ops_at(low: list[Op], high: list[Op], batch: int) -> list[Op]:
     out = []
     for a, b in zip(low, high):
         out.append(Op(a.name, a.component, a.macs + step * (b.macs - a.macs), a.bytes + step * (b.bytes - a.bytes),
-                      tuple(x + step * (y - x) for x, y in zip(a.shape, b.shape)), a.dtype, a.kernel))
+                      tuple(x + step * (y - x) for x, y in zip(a.shape, b.shape)), a.dtype, a.kernel, a.aliases))
     return out
 
 
@@ -50,9 +50,12 @@ def _scaled(one: Prediction, two: Prediction, depth: int) -> Prediction:
 class Predictor:
     """Predictions of many configurations against one calibration, sharing traces."""
 
-    def __init__(self, calibration: Calibration, optimizer: str = "adamw") -> None:
+    def __init__(self, calibration: Any, optimizer: str = "adamw") -> None:
+        """``calibration``: a CPU :class:`Calibration` or a GPU profile
+        (:class:`~vitbench.timemodel.gpu_model.GpuProfile`; traced for CUDA then)."""
         self.calibration = calibration
         self.optimizer = optimizer
+        self.device_type = "cpu" if isinstance(calibration, Calibration) else "cuda"
         self._anchors: dict[Any, tuple[list[Op], list[Op]] | None] = {}
         self._traced: dict[Any, list[Op]] = {}
         self._predictions: dict[Any, Prediction] = {}
@@ -61,7 +64,7 @@ class Predictor:
         """One step of ``target`` (a resolved Target) at ``batch``."""
         ours = target.source in ("preset", "spec") and target.spec is not None and target.module is None
         depth = getattr(target.spec, "depth", None) if ours else None
-        if isinstance(depth, int) and depth > 2:
+        if isinstance(depth, int) and depth > 2 and self.device_type == "cpu":  # the GPU's host/kernel overlap is not affine
             from dataclasses import replace
 
             from vitbench.models.references import resolve
@@ -75,7 +78,13 @@ class Predictor:
     def _one(self, target: Any, batch: int, mode: str, precision: str, ours: bool) -> Prediction:
         key = (target, id(target.module), batch, mode, precision)
         if key not in self._predictions:
-            self._predictions[key] = predict_ops(self._ops(target, batch, mode, precision, ours), self.calibration, mode)
+            ops = self._ops(target, batch, mode, precision, ours)
+            if isinstance(self.calibration, Calibration):
+                self._predictions[key] = predict_ops(ops, self.calibration, mode)
+            else:
+                from vitbench.timemodel.gpu_model import predict_gpu
+
+                self._predictions[key] = predict_gpu(ops, self.calibration, mode, tf32=precision == "tf32")
         return self._predictions[key]
 
     def _ops(self, target: Any, batch: int, mode: str, precision: str, ours: bool) -> list[Op]:
@@ -86,7 +95,7 @@ class Predictor:
         if ours and structure not in self._anchors:
             # one build traces the anchors and batch 1, which can run other operators (squeezed
             # dimensions), so it is never extrapolated
-            traced = trace_target_batches(target, (1, *ANCHORS), mode, precision, self.optimizer)
+            traced = trace_target_batches(target, (1, *ANCHORS), mode, precision, self.optimizer, self.device_type)
             low, high = traced[ANCHORS[0]], traced[ANCHORS[1]]
             self._anchors[structure] = (low, high) if _aligned(low, high) else None
             self._traced[(*structure, 1)] = traced[1]
@@ -95,7 +104,7 @@ class Predictor:
         if key not in self._traced:
             if len(self._traced) > 512:
                 self._traced.clear()
-            self._traced[key] = trace_target_ops(target, batch, mode, precision, self.optimizer)
+            self._traced[key] = trace_target_ops(target, batch, mode, precision, self.optimizer, self.device_type)
         return self._traced[key]
 
 

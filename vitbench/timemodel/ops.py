@@ -45,6 +45,19 @@ class Op:
     dtype: str           # the dtype of the first tensor result
     kernel: str = ""     # what the calibration prices it by: gemm, conv, conv_backward, conv_grouped(_backward),
     #                      attention, attention_backward, or the operator's name (memory-bound ops)
+    aliases: bool = False  # returns one of its inputs (or a view of one) without writing it: on a GPU no
+    #                        kernel is launched (dropout in eval, ``to`` the same dtype, ``contiguous``)
+
+    def as_tuple(self) -> tuple:
+        """A JSON-friendly tuple (the trace cache's format); :meth:`from_tuple` inverts it."""
+        return (self.name, self.component, self.macs, self.bytes, list(self.shape), self.dtype, self.kernel,
+                int(self.aliases))
+
+    @classmethod
+    def from_tuple(cls, values: Any) -> "Op":
+        name, component, macs, moved, shape, dtype, kernel, aliases = values
+        return cls(str(name), str(component), int(macs), int(moved), tuple(int(d) for d in shape), str(dtype),
+                   str(kernel), bool(aliases))
 
 
 #: the kernels priced by their MACs (a calibrated efficiency each); every other op by its bytes
@@ -222,7 +235,25 @@ def describe(func: Any, args: tuple, kwargs: dict | None, out: Any, in_optimizer
     macs = _macs(func, args, kwargs or {}, out) if component in ("attention", "linear", "conv") else 0
     return Op(name=name, component=component, macs=macs, bytes=moved,
               shape=gemm_shape(name, args, out) if macs else (),
-              dtype=str(first.dtype).replace("torch.", ""), kernel=kernel_of(name, component, args))
+              dtype=str(first.dtype).replace("torch.", ""), kernel=kernel_of(name, component, args),
+              aliases=not macs and _returns_an_input(name, flat_in, flat_out))
+
+
+def _returns_an_input(name: str, inputs: list, outputs: list) -> bool:
+    """Whether an out-of-place operator's tensor results all share storage with its inputs
+    (``dropout`` in eval returns its input; ``to`` the same dtype and ``contiguous`` of a
+    contiguous tensor return ``self``): such a call writes nothing and launches no kernel.
+    In-place operators (``add_``) share storage too, but write it."""
+    import torch
+
+    if name.endswith("_"):
+        return False
+    try:
+        held = {t.untyped_storage()._cdata for t in inputs if isinstance(t, torch.Tensor)}
+        results = [t for t in outputs if isinstance(t, torch.Tensor)]
+        return bool(results) and all(t.untyped_storage()._cdata in held for t in results)
+    except (RuntimeError, NotImplementedError, AttributeError):
+        return False
 
 
 class _Recorder:
@@ -259,37 +290,142 @@ def trace_ops(build: Any, input_size: tuple[int, int, int], classes: int | None,
 
 
 def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | None, batches: tuple[int, ...],
-                  mode: str, precision: str = "fp32", optimizer: str = "adamw") -> dict[int, list[Op]]:
-    """:func:`trace_ops` at several batch sizes, building the module once."""
+                  mode: str, precision: str = "fp32", optimizer: str = "adamw", device_type: str = "cpu",
+                  reparam: bool = False) -> dict[int, list[Op]]:
+    """:func:`trace_ops` at several batch sizes, building the module once.
+
+    ``device_type='cuda'`` traces on fake CUDA tensors under CUDA's autocast policy (no GPU is
+    needed: nothing runs), which is what a GPU step dispatches; a model that cannot be traced
+    there (a tensor made on the CPU in its forward) is traced on the CPU instead.
+    ``reparam``: the model in its deployed form (:func:`reparameterize`) before tracing."""
+    from vitbench.models.materialize import light_build
+
+    def make() -> Any:
+        return deployed(build) if reparam else light_build(build)
+
+    if device_type == "cuda":
+        try:
+            return _trace_module(make(), input_size, classes, batches, mode, precision, optimizer, "cuda")
+        except (KeyboardInterrupt, SystemExit, MemoryError):
+            raise
+        except Exception:  # noqa: BLE001 - a forward that makes CPU tensors: its CPU trace runs the same operators
+            pass
+    return _trace_module(make(), input_size, classes, batches, mode, precision, optimizer, "cpu")
+
+
+def deployed(build: Any) -> Any:
+    """``build()``'s module reparameterised (:func:`reparameterize`): built on meta (fusing
+    needs every tensor on one device), or, where that fails, built for real on the CPU."""
+    import torch
+
+    try:
+        with torch.device("meta"):
+            return reparameterize(build())
+    except (KeyboardInterrupt, SystemExit, MemoryError):
+        raise
+    except Exception:  # noqa: BLE001 - retried with real tensors
+        pass
+    with torch.device("cpu"):
+        return reparameterize(build())
+
+
+def reparameterize(module: Any) -> Any:
+    """The deployed (reparameterised, fused) form of ``module``, as timm benchmarks and users
+    deploy it: timm's ``reparameterize_model`` when timm is installed (it calls every submodule's
+    ``fuse`` / ``reparameterize`` / ``switch_to_deploy``), else those methods called directly."""
+    try:
+        from timm.utils.model import reparameterize_model
+    except ImportError:
+        for sub in list(module.modules()):
+            for method in ("reparameterize", "switch_to_deploy", "fuse"):
+                if callable(getattr(sub, method, None)):
+                    getattr(sub, method)()
+                    break
+        return module
+    return reparameterize_model(module, inplace=True)
+
+
+@contextlib.contextmanager
+def _autocast(device_type: str, dtype: Any):
+    """``torch.autocast(device_type, dtype)``; for CUDA without a GPU (fake tensors) the same
+    policy switched on directly, since ``torch.autocast('cuda')`` disables itself there."""
+    import torch
+
+    if dtype is None:
+        yield
+        return
+    if device_type != "cuda" or torch.cuda.is_available():
+        with torch.autocast(device_type, dtype=dtype):
+            yield
+        return
+    enabled, previous = torch.is_autocast_enabled("cuda"), torch.get_autocast_dtype("cuda")
+    torch.set_autocast_enabled("cuda", True)
+    torch.set_autocast_dtype("cuda", dtype)
+    torch.autocast_increment_nesting()
+    try:
+        yield
+    finally:
+        if torch.autocast_decrement_nesting() == 0:
+            torch.clear_autocast_cache()
+        torch.set_autocast_enabled("cuda", enabled)
+        torch.set_autocast_dtype("cuda", previous)
+
+
+@contextlib.contextmanager
+def _decomposed_fast_paths():
+    """``nn.MultiheadAttention`` and ``nn.TransformerEncoderLayer`` in inference take a fused
+    "fast path" (``_native_multi_head_attention``, ``_transformer_encoder_layer_fwd``) whose
+    work no FLOP formula sees: a trace of it priced a user's encoder at 0.14x its measured time.
+    Traced with the fast path off, the step is its component operators (the ones the counters
+    count), each priced by its work."""
+    import torch
+
+    mha = getattr(torch.backends, "mha", None)
+    if mha is None or not hasattr(mha, "set_fastpath_enabled"):
+        yield
+        return
+    enabled = mha.get_fastpath_enabled()
+    mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        mha.set_fastpath_enabled(enabled)
+
+
+def _trace_module(module: Any, input_size: tuple[int, int, int], classes: int | None, batches: tuple[int, ...],
+                  mode: str, precision: str, optimizer: str, device_type: str) -> dict[int, list[Op]]:
+    with _decomposed_fast_paths():
+        return _trace_steps(module, input_size, classes, batches, mode, precision, optimizer, device_type)
+
+
+def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | None, batches: tuple[int, ...],
+                 mode: str, precision: str, optimizer: str, device_type: str) -> dict[int, list[Op]]:
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     from vitbench.counters.memory_trace import fake_module
     from vitbench.models.inputs import main_output
-    from vitbench.models.materialize import light_build
     from vitbench.models.step import autocast_dtype, step_loss
 
-    module = light_build(build)
     fake_mode = FakeTensorMode()
-    fake_module(module, fake_mode)
+    fake_module(module, fake_mode, device_type)
     dtype = autocast_dtype(precision)
     sizes = [(p.numel(), p.dtype) for p in module.parameters() if p.requires_grad]
     out_ops: dict[int, list[Op]] = {}
     for batch in batches:
         recorder = _Recorder()
         with fake_mode:
-            images = torch.randn(batch, *input_size)
-            labels = torch.randint(0, classes, (batch,)) if classes else None
+            images = torch.randn(batch, *input_size, device=device_type)
+            labels = torch.randint(0, classes, (batch,), device=device_type) if classes else None
         with fake_mode, recorder.mode():
             recorder.recording = True
-            autocast = torch.autocast("cpu", dtype=dtype) if dtype else contextlib.nullcontext()
             if mode == "train":
                 module.train()
-                with autocast:
+                with _autocast(device_type, dtype):
                     out = module(images)
                     if labels is None and main_output(out).ndim == 2:
                         recorder.recording = False
-                        labels = torch.randint(0, main_output(out).shape[-1], (batch,))
+                        labels = torch.randint(0, main_output(out).shape[-1], (batch,), device=device_type)
                         recorder.recording = True
                     loss = step_loss(out, labels)
                     del out
@@ -299,7 +435,7 @@ def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | N
                     parameter.grad = None  # as zero_grad(set_to_none=True): the next step starts alike
             else:
                 module.eval()
-                with torch.inference_mode(), autocast:
+                with torch.inference_mode(), _autocast(device_type, dtype):
                     module(images)
         ops = recorder.ops
         if mode == "train":
@@ -358,13 +494,14 @@ def optimizer_ops(sizes: list[tuple[int, Any]], optimizer: str) -> list[Op]:
     return ops
 
 
-def trace_target_ops(target: Any, batch: int, mode: str, precision: str = "fp32", optimizer: str = "adamw") -> list[Op]:
+def trace_target_ops(target: Any, batch: int, mode: str, precision: str = "fp32", optimizer: str = "adamw",
+                     device_type: str = "cpu", reparam: bool = False) -> list[Op]:
     """:func:`trace_ops` of a resolved Target (``vitbench.resolve_models``)."""
-    return trace_target_batches(target, (batch,), mode, precision, optimizer)[batch]
+    return trace_target_batches(target, (batch,), mode, precision, optimizer, device_type, reparam)[batch]
 
 
 def trace_target_batches(target: Any, batches: tuple[int, ...], mode: str, precision: str = "fp32",
-                         optimizer: str = "adamw") -> dict[int, list[Op]]:
+                         optimizer: str = "adamw", device_type: str = "cpu", reparam: bool = False) -> dict[int, list[Op]]:
     """:func:`trace_batches` of a resolved Target."""
     classes = target.spec.num_classes if target.spec is not None else None
     build = target.build
@@ -373,4 +510,5 @@ def trace_target_batches(target: Any, batches: tuple[int, ...], mode: str, preci
 
         def build():
             return copy.deepcopy(target.module)
-    return trace_batches(build, target.input_size, classes, tuple(batches), mode, precision, optimizer)
+    return trace_batches(build, target.input_size, classes, tuple(batches), mode, precision, optimizer, device_type,
+                         reparam)

@@ -1,8 +1,11 @@
 """``vitbench.predict``: predicted step time, throughput and training cost for models x settings,
-and the calibration a prediction rests on (found in the cache, made on first use, or given).
+and what a prediction rests on: this machine's CPU calibration (found in the cache, made on
+first use, or given), or, for a GPU, the GPU cost model (:mod:`vitbench.timemodel.gpu_model`)
+with the card's published numbers (:mod:`vitbench.timemodel.gpus`).
 
-Devices: ``cpu`` (this machine, calibrated), ``cuda`` (this machine's GPU, from its datasheet)
-and the datasheet devices (:data:`vitbench.timemodel.datasheet.DATASHEET_DEVICES`).
+Devices: ``cpu`` (this machine, calibrated), ``cuda`` (this machine's GPU, found in the
+catalogue by its name) and every catalogue GPU (``vitbench devices``); several at once
+(``device="a100,h100,l4"``): the step is traced once and priced per device.
 """
 
 from __future__ import annotations
@@ -19,22 +22,73 @@ from vitbench.row_warnings import warning
 from vitbench.settings import MAX_THREADS, MODES, OPTIMIZERS, check_batch_size
 from vitbench.specs.limits import MAX_TRACED_BLOCKS, too_many_blocks
 from vitbench.timemodel.calibration import (
-    PRECISION_DTYPES, Calibration, CalibrationError, cache_path, calibrate, default_threads, load, save,
+    PRECISION_DTYPES,
+    Calibration,
+    CalibrationError,
+    cache_path,
+    calibrate,
+    default_threads,
+    load,
+    save,
 )
-from vitbench.timemodel.datasheet import DATASHEET_DEVICES, datasheet_calibration
+from vitbench.timemodel.gpus import GPU_DEVICES, gpu
 
-PREDICT_DEVICES = ("cpu", "cuda", *DATASHEET_DEVICES)
+PREDICT_DEVICES = ("cpu", "cuda", *GPU_DEVICES)
+#: what a prediction's step may run in: fp32 (on a GPU, CUDA cores), tf32 (fp32 with TF32 tensor
+#: cores for matrix products and convolutions: ``torch.backends.cuda.matmul.allow_tf32``; GPUs
+#: only), bf16 / fp16 autocast (fp16: GPUs only)
+PREDICT_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 
 TABLE_COLUMNS = ("model", "img_size", "batch_size", "mode", "precision", "device", "threads", "pred_latency_s",
                  "pred_throughput_img_s", "pred_linear_s", "pred_attention_s", "pred_conv_s",
-                 "pred_elementwise_s", "pred_optimizer_s", "pred_overhead_s", "pred_basis")
+                 "pred_elementwise_s", "pred_optimizer_s", "pred_overhead_s", "pred_error_p90", "pred_basis")
 
 
 def check_device(device: str) -> str:
-    """``device`` if predictions can be made for it; SpecError listing the known ones."""
-    if not isinstance(device, str) or device.lower() not in PREDICT_DEVICES:
-        raise SpecError("device", device, f"unknown device; known: {', '.join(PREDICT_DEVICES)}")
-    return device.lower()
+    """The canonical name of a prediction device (``cpu``, ``cuda`` or a catalogue GPU, any
+    alias or case); SpecError listing the known ones."""
+    name = device.strip().lower() if isinstance(device, str) else None
+    if name in ("cpu", "cuda"):
+        return name
+    spec = gpu(name) if name else None
+    if spec is None:
+        raise SpecError("device", device, f"unknown device; known: {', '.join(PREDICT_DEVICES)} "
+                                          "(`vitbench devices` lists the GPUs and their numbers)")
+    return spec.key
+
+
+def check_devices(device: Any) -> list[str]:
+    """Devices from ``'a100,h100'`` or a list of names, each checked, in order, once each."""
+    values = device.split(",") if isinstance(device, str) else list(device) if isinstance(device, (list, tuple)) else [device]
+    if not values or values == [""]:
+        raise SpecError("device", device, "needs at least one device")
+    return list(dict.fromkeys(check_device(each) for each in values))
+
+
+def devices(generation: str | None = None) -> Records:
+    """The GPU catalogue as rows: each card's published numbers (``*_flops_per_s`` in FLOP/s, bytes,
+    bytes/s), its source, and the generation whose fitted parameters price it."""
+    from vitbench.timemodel.gpu_model import profile_for
+    from vitbench.timemodel.gpus import CATALOGUE, GENERATIONS
+
+    if generation is not None and generation not in GENERATIONS:
+        raise SpecError("generation", generation, f"must be one of {', '.join(GENERATIONS)}")
+    rows = Records()
+    for spec in CATALOGUE:
+        if generation is not None and spec.generation != generation:
+            continue
+        profile = profile_for(spec)
+        rows.append({
+            "device": spec.key, "name": spec.name, "generation": spec.generation, "sms": spec.sms,
+            "boost_clock_hz": spec.boost_mhz * 1_000_000, "fp32_flops_per_s": spec.peak_flops("float32"),
+            "tf32_flops_per_s": spec.peak_flops("float32", tf32=True) if spec.tf32_tflops else None,
+            "fp16_flops_per_s": spec.peak_flops("float16"), "bf16_flops_per_s": spec.peak_flops("bfloat16"),
+            "bandwidth_bytes_per_s": spec.bandwidth_bytes_s, "l2_bytes": int(spec.l2_bytes),
+            "memory_bytes": int(spec.memory_gb * 1e9), "params_from": profile.params_from,
+            "validated": spec.key in profile.validation.get("infer", {}), "aliases": ", ".join(spec.aliases),
+            "source": spec.source,
+        })
+    return rows
 
 
 def predict_device(run_device: str) -> str:
@@ -45,6 +99,25 @@ def predict_device(run_device: str) -> str:
 
         return "cuda" if torch.cuda.is_available() else "cpu"
     return check_device(run_device)
+
+
+def gpu_profile(device: str) -> Any:
+    """The GPU cost model's profile for a catalogue device, or for ``cuda`` (this machine's GPU,
+    by its name)."""
+    from vitbench.timemodel.gpu_model import profile_for
+    from vitbench.timemodel.gpus import match_device_name
+
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise SpecError("device", "cuda", f"no CUDA device here; name a GPU instead: {', '.join(GPU_DEVICES)}")
+        name = torch.cuda.get_device_name()
+        spec = match_device_name(name)
+        if spec is None:
+            raise SpecError("device", "cuda", f"{name} is not in the GPU catalogue; name the closest of: {', '.join(GPU_DEVICES)}")
+        return profile_for(spec)
+    return profile_for(gpu(device))
 
 
 def resolve_calibration(device: str = "cpu", threads: int | None = None, precisions: Iterable[str] = ("fp32",),
@@ -66,11 +139,12 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
     warnings: list[dict[str, str]] = []
     if isinstance(calibration, Calibration):
         return calibration, warnings
-    if device in DATASHEET_DEVICES and calibration is None:
-        return datasheet_calibration(device, torch.__version__), warnings
-    if device == "cuda" and calibration is None:
-        return _local_gpu_datasheet(torch), warnings
-    needed = {PRECISION_DTYPES[p] for p in precisions}
+    if device != "cpu":
+        if calibration is not None:
+            raise SpecError("calibration", str(calibration), f"is a CPU calibration; --device {device} is priced by the "
+                                                               "GPU cost model (leave --calibration out)")
+        return gpu_profile(device), warnings
+    needed = {PRECISION_DTYPES[p] for p in precisions if p in PRECISION_DTYPES}
     if calibration is not None:
         try:
             found = load(calibration, torch.__version__)
@@ -109,30 +183,24 @@ def _check_dtypes(calibration: Calibration, needed: set[str]) -> None:
         raise CalibrationError(f"no {', '.join(missing)} rates (calibrated: {', '.join(calibration.dtypes())})")
 
 
-def _local_gpu_datasheet(torch: Any) -> Calibration:
-    from vitbench.measure.roofline import lookup_device
-
-    if not torch.cuda.is_available():
-        raise SpecError("device", "cuda", f"no CUDA device here; name a datasheet device instead: {', '.join(DATASHEET_DEVICES)}")
-    name = torch.cuda.get_device_name()
-    peak = lookup_device(name)
-    if peak is None:
-        raise SpecError("device", "cuda", f"{name} has no datasheet profile; known: {', '.join(DATASHEET_DEVICES)}")
-    return datasheet_calibration(peak.name, torch.__version__)
-
-
 _OPS_CACHE: dict[Any, list] = {}
 
 
-def traced_ops(target: Any, batch_size: int, mode: str, precision: str, optimizer: str) -> list:
-    """:func:`~vitbench.timemodel.ops.trace_target_ops`, remembered per configuration."""
-    from vitbench.timemodel.ops import trace_target_ops
+def traced_ops(target: Any, batch_size: int, mode: str, precision: str, optimizer: str, device_type: str = "cpu",
+               reparam: bool = False, trace_cache: bool = True) -> list:
+    """The operators of one step (:func:`~vitbench.timemodel.ops.trace_target_ops`), remembered
+    per configuration in this process and, for models named by a stable reference, on disk
+    (:mod:`vitbench.timemodel.trace_cache`)."""
+    from vitbench.timemodel.trace_cache import cached_trace
 
-    key = (target, id(target.module) if target.module is not None else None, batch_size, mode, precision, optimizer)
+    traced_precision = "fp32" if precision == "tf32" else precision
+    key = (target, id(target.module) if target.module is not None else None, batch_size, mode, traced_precision,
+           optimizer, device_type, reparam)
     if key not in _OPS_CACHE:
         if len(_OPS_CACHE) > 256:
             _OPS_CACHE.clear()
-        _OPS_CACHE[key] = trace_target_ops(target, batch_size, mode, precision, optimizer)
+        _OPS_CACHE[key] = cached_trace(target, batch_size, mode, traced_precision, optimizer, device_type, reparam,
+                                       use_cache=trace_cache)
     return _OPS_CACHE[key]
 
 
@@ -156,10 +224,47 @@ def _positive_or_none(name: str, value: Any, integer: bool = False) -> None:
         raise SpecError(name, value, "must be a positive " + ("integer" if integer else "number"))
 
 
+def _check_precisions(devices: list[str], precisions: list[str]) -> None:
+    for device in devices:
+        if device == "cpu":
+            for precision in ("fp16", "tf32"):
+                if precision in precisions:
+                    raise SpecError("precision", precision, f"{precision} needs a GPU; use bf16 or fp32 on the CPU")
+            continue
+        spec = gpu(device)
+        if spec is None:
+            continue
+        for precision, dtype in (("bf16", "bfloat16"), ("tf32", "tf32")):
+            if precision in precisions and not (spec.tf32_tflops if dtype == "tf32" else spec.peak_flops(dtype)):
+                raise SpecError("precision", precision, f"{spec.name} ({spec.generation}) has no {precision} tensor cores")
+
+
+def error_band(profile: Any, model: str, mode: str) -> dict[str, Any]:
+    """How far to trust a GPU prediction: the median and 90th percentile of |predicted /
+    published - 1| that the validation on timm's published throughputs measured for this
+    family of model on this GPU (``pred_error_basis`` says which measurements), or on the GPUs
+    held out of fitting when this GPU was not measured."""
+    from vitbench.timemodel.families import family
+
+    bands = (profile.validation or {}).get(mode, {})
+    kind = family(model)
+    device = profile.spec.key
+    if device in bands:
+        source, basis = device, f"{mode}: held-out models on {profile.spec.name}"
+    else:
+        held_out = bands.get("unvalidated", {}).get("devices", "none")
+        source, basis = "unvalidated", f"{mode}: GPUs held out of fitting ({held_out}); {profile.spec.name} not validated"
+    band = bands.get(source, {}).get(kind) or bands.get(source, {}).get("all")
+    if not band:
+        return {"pred_error_median": None, "pred_error_p90": None, "pred_error_basis": "no validation for this case"}
+    return {"pred_error_median": band["median"], "pred_error_p90": band["p90"],
+            "pred_error_basis": f"{basis}; family {kind} (n={band['n']})"}
+
+
 def predict(
     models: Any,
     *,
-    device: str = "cpu",
+    device: str | list[str] = "cpu",
     mode: str | list[str] = "infer",
     batch_size: int | list[int] = 1,
     precision: str | list[str] = "fp32",
@@ -174,40 +279,46 @@ def predict(
     input_size: Any = None,
     overrides: dict[str, Any] | None = None,
     on_calibrate: Callable[[str], None] | None = None,
+    reparam: bool = False,
+    trace_cache: bool = True,
     **field_overrides: Any,
 ) -> Records:
-    """Predicted time of one step for every model x mode x batch size x precision, from the
-    device's calibration (see :func:`resolve_calibration`), and what training costs.
+    """Predicted time of one step for every model x device x mode x batch size x precision, from
+    the CPU's calibration (see :func:`resolve_calibration`) or the GPU cost model, and what
+    training costs.
 
     Rows carry ``pred_latency_s`` (one step at the batch: what ``profile`` reports as
     ``latency_p50_s``), ``pred_throughput_img_s``, the breakdown ``pred_<component>_s``
     (attention, linear, conv, elementwise, optimizer, overhead; they sum to the latency),
-    ``pred_basis``; with ``epochs`` and ``dataset_size`` also ``pred_epoch_s``,
-    ``pred_train_hours`` and (with ``price_per_hour``) ``pred_cost``, from the measured step
-    instead when ``measured`` (profile rows, or a CSV / JSON-lines file of them) has the same
-    configuration. A model that cannot be traced gives a row with ``status='error'``.
+    ``pred_basis``; on a GPU also ``pred_host_s`` and ``pred_device_s`` (the host's dispatch and
+    the kernels, each alone) and the validation's error band (``pred_error_median``,
+    ``pred_error_p90``, ``pred_error_basis``); with ``epochs`` and ``dataset_size`` also
+    ``pred_epoch_s``, ``pred_train_hours`` and (with ``price_per_hour``) ``pred_cost``, from the
+    measured step instead when ``measured`` (profile rows, or a CSV / JSON-lines file of them)
+    has the same configuration. ``device`` may name several (``"a100,h100"``): one trace, priced
+    per device. ``reparam``: the model in its deployed form (timm's ``reparameterize_model``).
+    A model that cannot be traced gives a row with ``status='error'``.
 
     >>> predict(["vit-s/16", "resnet50"], mode=["infer", "train"], batch_size=[1, 32])  # doctest: +SKIP
     """
     import torch
 
     from vitbench import __version__
-    from vitbench.analytic.identity import identity_record
     from vitbench.models.references import resolve_all as resolve_models
     from vitbench.models.target import is_module
-    from vitbench.timemodel.model import predict_ops
 
-    device = check_device(device)
+    devices = check_devices(device)
     modes = _as_list("mode", mode, MODES)
     batches = _as_list("batch_size", batch_size)
-    precisions = _as_list("precision", precision, tuple(PRECISION_DTYPES))
+    precisions = _as_list("precision", precision, PREDICT_PRECISIONS)
     _as_list("optimizer", optimizer, OPTIMIZERS)
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or not 0 < threads <= MAX_THREADS):
         raise SpecError("threads", threads, f"must be a positive integer up to {MAX_THREADS}")
-    if device not in ("cpu",) and threads is not None:
+    if "cpu" not in devices and threads is not None:
         raise SpecError("threads", threads, "is for --device cpu")
-    if "fp16" in precisions and device == "cpu":
-        raise SpecError("precision", "fp16", "fp16 autocast needs a GPU; use bf16 or fp32 on the CPU")
+    _check_precisions(devices, precisions)
+    if not isinstance(reparam, bool):
+        raise SpecError("reparam", reparam, "must be true or false")
     _positive_or_none("epochs", epochs)
     _positive_or_none("dataset_size", dataset_size, integer=True)
     _positive_or_none("price_per_hour", price_per_hour)
@@ -221,48 +332,98 @@ def predict(
     if isinstance(models, (str, os.PathLike)) or not isinstance(models, Iterable) or is_module(models):
         models = [models]
     targets = resolve_models(models, {**(overrides or {}), **field_overrides}, input_size=input_size)
-    cal, warnings = resolve_calibration(device, threads, precisions, calibration, recalibrate, on_calibrate)
+    pricing = {each: resolve_calibration(each, threads, [p for p in precisions if p in PRECISION_DTYPES], calibration,
+                                         recalibrate, on_calibrate) for each in devices}
     environment = {"env_torch": torch.__version__, "vitbench_version": __version__}
     records = Records()
     for target, run_mode, batch, prec in itertools.product(targets, modes, batches, precisions):
-        row: dict[str, Any] = identity_record(target, batch)
-        row.update(device=device, mode=run_mode, precision=prec, optimizer=optimizer if run_mode == "train" else None,
-                   threads=cal.threads if cal.basis == "calibration" else None)
-        if target.overrides:
-            row["overrides"] = target.overrides_text
-        row_warnings = list(warnings)
-        started = time.perf_counter()
         refusal = too_many_blocks(target.spec, MAX_TRACED_BLOCKS, "tracing the step")
-        if refusal is not None:  # decided from the spec: nothing is built
-            row.update(status="refused", error=refusal, pred_basis=cal.label, warnings=row_warnings, **environment)
-            records.append(row)
-            continue
-        try:
-            ops = traced_ops(target, batch, run_mode, prec, optimizer)
-        except Exception as exc:  # noqa: BLE001 - any model's failure to trace becomes its row
-            row.update(status="error", error=f"cannot trace the step: {type(exc).__name__}: {exc}".splitlines()[0],
-                       pred_basis=cal.label, warnings=row_warnings, **environment)
-            records.append(row)
-            continue
-        prediction = predict_ops(ops, cal, run_mode)
-        row.update(prediction.columns(batch))
-        row["pred_basis"] = cal.label
-        row["pred_seconds"] = time.perf_counter() - started
-        seen = measured_rows.get((target.name, target.overrides_text if target.overrides else "", run_mode, batch, prec))
-        if seen is not None:
-            row["measured_latency_s"] = seen
-            row["pred_ratio"] = prediction.latency_s / seen
-        if epochs is not None:
-            from vitbench.timemodel.cost import training_cost
+        traces: dict[str, Any] = {}
+        for each in devices:
+            cal, warnings = pricing[each]
+            row = _row_head(target, batch, each, run_mode, prec, optimizer, cal, reparam)
+            row_warnings = list(warnings)
+            started = time.perf_counter()
+            if refusal is not None:  # decided from the spec: nothing is built
+                row.update(status="refused", error=refusal, pred_basis=cal.label, warnings=row_warnings, **environment)
+                records.append(row)
+                continue
+            device_type = "cpu" if each == "cpu" else "cuda"
+            try:
+                if device_type not in traces:
+                    traces[device_type] = traced_ops(target, batch, run_mode, prec, optimizer, device_type, reparam,
+                                                     trace_cache)
+                ops = traces[device_type]
+            except Exception as exc:  # noqa: BLE001 - any model's failure to trace becomes its row
+                traces[device_type] = exc
+                ops = exc
+            if isinstance(ops, Exception):
+                row.update(status="error", error=f"cannot trace the step: {type(ops).__name__}: {ops}".splitlines()[0],
+                           pred_basis=cal.label, warnings=row_warnings, **environment)
+                records.append(row)
+                continue
+            prediction = _price(ops, cal, run_mode, prec)
+            row.update(prediction.columns(batch))
+            row["pred_basis"] = cal.label
+            if each != "cpu":
+                row.update(error_band(cal, target.name, run_mode))
+            row["pred_seconds"] = time.perf_counter() - started
+            row_warnings.extend(_trace_warnings(row, prediction, run_mode))
+            seen = measured_rows.get((target.name, target.overrides_text if target.overrides else "", run_mode, batch, prec))
+            if seen is not None:
+                row["measured_latency_s"] = seen
+                row["pred_ratio"] = prediction.latency_s / seen
+            if epochs is not None:
+                from vitbench.timemodel.cost import training_cost
 
-            step_s = seen if seen is not None else prediction.latency_s
-            row.update(training_cost(step_s, batch, epochs, dataset_size, price_per_hour))
-            row["cost_basis"] = "measured" if seen is not None else "predicted"
-            if run_mode != "train":
-                row_warnings.append(warning("cost-from-inference", "training cost from an inference step", "use --mode train for training"))
-        row.update(status="ok", error=None, warnings=row_warnings, **environment)
-        records.append(row)
+                step_s = seen if seen is not None else prediction.latency_s
+                row.update(training_cost(step_s, batch, epochs, dataset_size, price_per_hour))
+                row["cost_basis"] = "measured" if seen is not None else "predicted"
+                if run_mode != "train":
+                    row_warnings.append(warning("cost-from-inference", "training cost from an inference step", "use --mode train for training"))
+            row.update(status="ok", error=None, warnings=row_warnings, **environment)
+            records.append(row)
     return records
+
+
+def _row_head(target: Any, batch: int, device: str, mode: str, precision: str, optimizer: str, cal: Any,
+              reparam: bool) -> dict[str, Any]:
+    from vitbench.analytic.identity import identity_record
+
+    row: dict[str, Any] = identity_record(target, batch)
+    row.update(device=device, mode=mode, precision=precision, optimizer=optimizer if mode == "train" else None,
+               threads=cal.threads if cal.basis == "calibration" else None)
+    if device != "cpu":
+        row["device_name"] = cal.device_name
+    if reparam:
+        row["reparam"] = True
+    if target.overrides:
+        row["overrides"] = target.overrides_text
+    return row
+
+
+def _price(ops: list, cal: Any, mode: str, precision: str) -> Any:
+    """The step's prediction on the CPU calibration or the GPU profile ``cal``."""
+    if isinstance(cal, Calibration):
+        from vitbench.timemodel.model import predict_ops
+
+        return predict_ops(ops, cal, mode)
+    from vitbench.timemodel.gpu_model import predict_gpu
+
+    return predict_gpu(ops, cal, mode, tf32=precision == "tf32")
+
+
+def _trace_warnings(row: dict[str, Any], prediction: Any, mode: str) -> list[dict[str, str]]:
+    """A warning when the traced forward's MACs differ from the analytic count: operators the
+    trace could not price by their work (a fused fast path) make the prediction too fast."""
+    counted = row.get("macs")
+    if mode != "infer" or not isinstance(counted, int) or counted <= 0:
+        return []
+    traced = prediction.macs
+    if abs(traced - counted) <= 0.01 * counted:
+        return []
+    return [warning("trace-misses-work", f"the traced step has {traced:,} MACs, the count {counted:,}",
+                    "part of the work runs in operators the time model cannot see into; treat the time as a lower estimate")]
 
 
 def _measured_index(measured: Any) -> dict[tuple[str, str, str, int, str], float]:

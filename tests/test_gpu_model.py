@@ -1,0 +1,301 @@
+"""The GPU cost model (vitbench/timemodel/gpu_model.py): each rule of its docstring, on
+operators whose answer can be worked out by hand; tracing for CUDA without a GPU; the trace
+cache; one trace priced for several devices; the deployed form; and the fit, which must
+recover a model it did not see from data made with known parameters."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import vitbench
+from vitbench.errors import SpecError
+from vitbench.timemodel.gpu_model import (
+    MEMORY,
+    NONE,
+    GenerationParams,
+    GpuProfile,
+    kernel_times,
+    op_table,
+    predict_gpu,
+    predict_table,
+    step_time,
+)
+from vitbench.timemodel.gpus import gpu
+from vitbench.timemodel.ops import Op
+
+PARAMS = GenerationParams(gemm_eff=0.5, conv_eff=0.4, attention_eff=0.3, k_half=0.0001, bandwidth_eff=0.5,
+                          grouped_eff=0.25, l2_gain=1.0, launch_floor_s=2e-6, host_infer_s=5e-6, host_train_s=8e-6)
+H100 = gpu("h100")
+
+
+def profile(params: GenerationParams = PARAMS, spec=H100) -> GpuProfile:
+    return GpuProfile(spec, params, spec.generation)
+
+
+def gemm(m: int, k: int, n: int, dtype: str = "float16", moved: int | None = None) -> Op:
+    size = 2 if dtype != "float32" else 4
+    return Op("mm", "linear", m * k * n, size * (m * k + k * n + m * n) if moved is None else moved, (m, k, n), dtype, "gemm")
+
+
+def test_a_large_gemm_runs_at_the_fitted_fraction_of_the_tensor_peak():
+    m = k = n = 128 * 132  # exactly one wave of 128 x 128 tiles per SM... 132 x 132 tiles = 132 waves
+    p = predict_gpu([gemm(m, k, n)], profile(), "infer")
+    expected = 2 * m * k * n / (989.4e12 * 0.5)
+    assert p.device_s == pytest.approx(expected, rel=1e-3)
+    # fp32 runs on CUDA cores unless TF32 is asked for
+    fp32 = predict_gpu([gemm(m, k, n, "float32")], profile(), "infer")
+    tf32 = predict_gpu([gemm(m, k, n, "float32")], profile(), "infer", tf32=True)
+    assert fp32.device_s == pytest.approx(2 * m * k * n / (67e12 * 0.5), rel=1e-3)
+    assert tf32.device_s == pytest.approx(2 * m * k * n / (494.7e12 * 0.5), rel=1e-3)
+
+
+def test_one_tile_too_many_costs_a_whole_wave():
+    """132 SMs: 132 tiles of 128 x 128 fill one wave; 133 need two (half idle), unless 64 x 64
+    tiles (at 0.8 of the rate) do better: 532 small tiles = 5 waves of 132, 0.806 full."""
+    full = predict_gpu([gemm(128 * 132, 8192, 128, moved=1)], profile(), "infer").device_s
+    over = predict_gpu([gemm(128 * 133, 8192, 128, moved=1)], profile(), "infer").device_s
+    work = 133 / 132
+    small_tiles = 133 * 4
+    small = 0.8 * small_tiles / (math.ceil(small_tiles / 132) * 132)
+    assert over / full == pytest.approx(work / small, rel=1e-3)
+    assert over / full > 1.2
+
+
+def test_memory_bound_operators_move_their_bytes_at_the_achieved_bandwidth_and_l2_helps():
+    op = Op("add", "elementwise", 0, 10**9, (), "float16", "add")
+    p = predict_gpu([op], profile(), "infer")
+    assert p.device_s == pytest.approx(10**9 / (3.35e12 * 0.5), rel=1e-9)
+    small = Op("add", "elementwise", 0, 40 * 2**20, (), "float16", "add")  # fits the 50 MB L2
+    l2 = GenerationParams(**{**PARAMS.__dict__, "l2_gain": 4.0})
+    assert predict_gpu([small], profile(l2), "infer").device_s == pytest.approx(
+        predict_gpu([small], profile(), "infer").device_s / 4, rel=1e-9)
+
+
+def test_operators_that_launch_nothing_cost_nothing_on_the_device():
+    dropout = Op("dropout", "elementwise", 0, 10**9, (), "float16", "dropout", aliases=True)
+    table = op_table([dropout])
+    assert table.kind[0] == NONE and table.launches[0] == 0
+    raw, device = kernel_times(table, H100, PARAMS)
+    assert raw[0] == 0 and device[0] == 0
+
+
+def test_every_kernel_takes_at_least_the_launch_floor_and_the_host_bounds_small_steps():
+    tiny = [Op("add", "elementwise", 0, 64, (), "float16", "add")] * 100
+    p = predict_gpu(tiny, profile(), "infer")
+    # the host dispatches 100 operators at 5 us; each 2 us kernel waits for its dispatch
+    assert p.host_s == pytest.approx(100 * 5e-6)
+    assert p.latency_s == pytest.approx(100 * 5e-6 + 2e-6)
+    assert p.components_s["overhead"] == pytest.approx(p.latency_s - p.components_s["elementwise"])
+    assert sum(p.components_s.values()) == pytest.approx(p.latency_s, rel=1e-12)
+
+
+def test_the_step_is_the_pipeline_of_host_and_device():
+    import numpy as np
+
+    # d_i = max(d_{i-1}, h_i) + t_i, worked by hand
+    device = np.array([1.0, 5.0, 1.0])
+    host = np.array([2.0, 3.0, 10.0])
+    d = 0.0
+    for t, h in zip(device, host):
+        d = max(d, h) + t
+    assert step_time(device, host) == d == 11.0
+
+
+def test_the_optimizer_runs_as_foreach_kernels():
+    per_param = [Op("add_", "optimizer", 0, 4096, (), "float32", "add_")] * 100
+    table = op_table(per_param)
+    assert len(table.kind) == 1 and table.kind[0] == MEMORY
+    assert table.launches[0] == math.ceil(100 / 48) and table.bytes[0] == 409600
+
+
+def test_dropout_in_eval_costs_nothing(monkeypatch, tmp_path):
+    """The same network with dropout layers and with none (nn.Identity dispatches nothing): the
+    same predicted kernels; the dropouts cost only their host dispatch."""
+    import torch
+
+    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
+
+    def net(dropout: bool):
+        layer = torch.nn.Dropout(0.5) if dropout else torch.nn.Identity()
+        return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(256, 1024), layer, torch.nn.GELU(),
+                                   torch.nn.Dropout(0.5) if dropout else torch.nn.Identity(), torch.nn.Linear(1024, 10))
+
+    with_dropout, without = (vitbench.predict(net(flag), device="rtx4090", precision="fp16", batch_size=512,
+                                              input_size=(1, 16, 16))[0] for flag in (True, False))
+    assert with_dropout["status"] == without["status"] == "ok"
+    assert with_dropout["pred_ops"] == without["pred_ops"] + 2
+    assert with_dropout["pred_device_s"] == pytest.approx(without["pred_device_s"], rel=1e-12)
+    assert with_dropout["pred_elementwise_s"] == pytest.approx(without["pred_elementwise_s"], rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["timm:mvitv2_small", "timm:samvit_large_patch16"])
+def test_models_that_failed_under_cpu_autocast_fp16_trace_for_the_gpu(name, monkeypatch, tmp_path):
+    """Traced under CUDA's autocast policy (fake CUDA tensors), as timm ran them: CPU autocast
+    left one bmm operand in fp32 ("expected scalar type Half but found Float")."""
+    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
+    [row] = vitbench.predict(name, device="rtx4090", precision="fp16", batch_size=2)
+    assert row["status"] == "ok", row["error"]
+    assert row["pred_macs"] > 0 and row["pred_latency_s"] > 0
+
+
+def test_one_trace_is_priced_for_several_devices_and_cached_on_disk(monkeypatch, tmp_path):
+    from vitbench.timemodel import ops as ops_module
+    from vitbench.timemodel import run
+
+    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
+    calls = []
+    real = ops_module.trace_target_batches
+    monkeypatch.setattr(ops_module, "trace_target_batches", lambda *a, **k: calls.append(a[1:3]) or real(*a, **k))
+    run._OPS_CACHE.clear()
+    rows = vitbench.predict("vit-ti/16", device="a100,H100,l4,a100", precision="bf16", batch_size=256)
+    assert [r["device"] for r in rows] == ["a100", "h100", "l4"]
+    assert len(calls) == 1
+    assert len(set(r["pred_macs"] for r in rows)) == 1
+    assert rows[1]["pred_latency_s"] < rows[0]["pred_latency_s"] < rows[2]["pred_latency_s"] * 1.01
+    run._OPS_CACHE.clear()
+    again = vitbench.predict("vit-ti/16", device="a100", precision="bf16", batch_size=256)
+    assert len(calls) == 1, "a repeated configuration is read from the trace cache"
+    assert again[0]["pred_latency_s"] == rows[0]["pred_latency_s"]
+    entries = list((tmp_path / "traces").iterdir())
+    assert len(entries) == 1
+    entries[0].write_bytes(b"\x1f\x8b damaged")
+    run._OPS_CACHE.clear()
+    assert vitbench.predict("vit-ti/16", device="a100", precision="bf16", batch_size=256)[0]["pred_latency_s"] == \
+        rows[0]["pred_latency_s"]
+    assert len(calls) == 2, "a damaged entry is traced again"
+
+
+def test_the_deployed_form_is_what_reparam_prices(monkeypatch, tmp_path):
+    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
+    trained, deployed = (vitbench.predict("timm:mobileone_s0", device="rtx4090", precision="fp16", batch_size=64,
+                                          reparam=flag)[0] for flag in (False, True))
+    assert deployed["reparam"] is True and "reparam" not in trained
+    assert deployed["pred_ops"] < trained["pred_ops"] / 1.5  # branches and batch norms fused away
+    assert deployed["pred_latency_s"] < trained["pred_latency_s"]
+
+
+@pytest.mark.parametrize("kwargs, field, match", [
+    (dict(device="t4", precision="bf16"), "precision", "no bf16"),
+    (dict(device="cpu", precision="tf32"), "precision", "needs a GPU"),
+    (dict(device="h100", calibration="cal.json"), "calibration", "CPU calibration"),
+    (dict(device="a100,tpu"), "device", "unknown device"),
+    (dict(device="a100", reparam="yes"), "reparam", "true or false"),
+])
+def test_gpu_settings_are_checked(kwargs, field, match):
+    with pytest.raises(SpecError, match=match) as caught:
+        vitbench.predict("vit-ti/16", **kwargs)
+    assert caught.value.field == field
+
+
+def test_rows_carry_the_validations_error_band():
+    [row] = vitbench.predict("timm:resnet18", device="rtx4090", precision="fp16", batch_size=64)
+    assert row["pred_error_basis"]
+    if row["pred_error_p90"] is not None:
+        assert 0 < row["pred_error_median"] <= row["pred_error_p90"] < 2
+
+
+def test_the_fit_recovers_predictions_from_data_made_with_known_parameters():
+    """Step times generated by known parameters, over varied synthetic steps; the fit starts
+    elsewhere and must reproduce held-out steps' times within 2%."""
+    import random
+
+    from vitbench.timemodel.gpu_fit import Observation, fit
+
+    truth = GenerationParams(gemm_eff=0.62, conv_eff=0.45, attention_eff=0.35, k_half=48.0, bandwidth_eff=0.7,
+                             grouped_eff=0.2, l2_gain=2.5, launch_floor_s=3e-6, host_infer_s=12e-6, host_train_s=20e-6)
+    spec = gpu("rtx4090")
+    rng = random.Random(0)
+
+    def step() -> list[Op]:
+        batch = rng.choice([1, 4, 32, 256, 1024])
+        ops = []
+        for _ in range(rng.randint(5, 60)):
+            width = rng.choice([64, 256, 768, 2048])
+            kind = rng.random()
+            if kind < 0.3:
+                ops.append(gemm(batch * 197, width, width))
+            elif kind < 0.45:
+                m, k, n = batch * 56 * 56, width * 9, width
+                ops.append(Op("convolution", "conv", m * k * n, 2 * (m * k // 9 + k * n + m * n), (m, k, n), "float16", "conv"))
+            elif kind < 0.55:
+                m, k, n = batch * 12 * 197, 64, 197
+                ops.append(Op("_flash_attention_forward", "attention", 2 * m * k * n, 8 * m * k, (m, k, n), "float16", "attention"))
+            elif kind < 0.65:
+                m = batch * 28 * 28 * width
+                ops.append(Op("convolution", "conv", m * 9, 4 * m, (m, 9, 1), "float16", "conv_grouped"))
+            else:
+                ops.append(Op("add", "elementwise", 0, batch * 197 * width * 6, (), "float16", "add"))
+        return ops
+
+    def observations(count: int) -> list[Observation]:
+        out = []
+        for _ in range(count):
+            table = op_table(step())
+            mode = rng.choice(["infer", "train"])
+            latency = predict_table(table, profile(truth, spec), mode).latency_s
+            out.append(Observation(table, spec, mode, latency))
+        return out
+
+    train, test = observations(120), observations(40)
+    fitted = fit(train, max_evaluations=200)
+    from vitbench.timemodel.gpu_fit import log_errors
+
+    errors = [abs(e) for e in log_errors(test, fitted)]
+    assert max(errors) < 0.02, (fitted, max(errors))
+    assert max(abs(e) for e in log_errors(test, GenerationParams())) > 0.1  # the starting point was far off
+
+
+def test_the_fits_stacked_evaluation_equals_pricing_each_step():
+    import random
+
+    from vitbench.timemodel.gpu_fit import Observation, Stacked, predicted
+
+    rng = random.Random(1)
+    observations = []
+    for index in range(12):
+        ops = [gemm(rng.choice([64, 4096]), rng.choice([32, 768]), rng.choice([64, 3072])) if rng.random() < 0.5 else
+               Op("add", "elementwise", 0, rng.choice([64, 10**7]), (), "float16", "add", aliases=rng.random() < 0.2)
+               for _ in range(rng.randint(1, 30))]
+        spec = gpu(rng.choice(["rtx4090", "a100"]))
+        observations.append(Observation(op_table(ops), spec, rng.choice(["infer", "train"]), 1.0, tf32=index % 3 == 0))
+    stacked = Stacked(observations).latencies(PARAMS)
+    assert list(stacked) == pytest.approx(predicted(observations, PARAMS), rel=1e-12)
+
+
+def test_native_fast_paths_are_priced_by_their_work():
+    """A user's nn.TransformerEncoder in inference runs PyTorch's fused fast path
+    (_transformer_encoder_layer_fwd), which no FLOP formula sees: it was priced at 0.14x its
+    measured time with 89.7 M of 358 M MACs. The trace now has all of them: FlopCounterMode on
+    the same module with the fast path not taken (training mode, real tensors) is the reference."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True, dropout=0.0)
+    encoder = torch.nn.Sequential(torch.nn.Flatten(2), torch.nn.Linear(16, 64))
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = encoder
+            self.blocks = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+        def forward(self, x):
+            return self.blocks(self.embed(x)).mean(1)
+
+    net = Net()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    # the math kernel: FlopCounterMode counts the CPU flash kernel as 0 before torch 2.15
+    with FlopCounterMode(display=False) as counter, sdpa_kernel(SDPBackend.MATH):
+        net.train()(torch.randn(2, 3, 4, 4))
+    expected = counter.get_total_flops() // 2
+    from test_predict import synthetic
+
+    for device in ("cpu", "rtx4090"):
+        kwargs = {"calibration": synthetic()} if device == "cpu" else {}
+        [row] = vitbench.predict(net.eval(), device=device, batch_size=2, input_size=(3, 4, 4), **kwargs)
+        assert row["status"] == "ok"
+        assert row["pred_macs"] == expected, device

@@ -1,0 +1,93 @@
+"""Every GPU in the catalogue carries its vendor's numbers: each peak is checked against the
+chip's own arithmetic (SMs x clock x operations per SM per clock, from the architecture
+whitepapers), and each bandwidth against the memory bus (width x data rate, from the
+datasheets). Numbers typed wrong, or a sparse peak given as a dense one, fail here."""
+
+from __future__ import annotations
+
+import pytest
+
+from vitbench.errors import SpecError
+from vitbench.timemodel.gpus import CATALOGUE, GPU_DEVICES, gpu, match_device_name
+
+# FP32 lanes per SM, and dense FP16 tensor FLOPs per SM per clock with FP32 accumulate
+# (whitepapers: Volta V100, Turing TU104, Ampere GA100 and GA102, Ada AD102/AD104, Hopper
+# GH100, Blackwell GB202 and B200). GeForce cards accumulate FP16 into FP32 at half rate.
+PER_SM = {
+    "v100": (64, 1024), "v100-pcie": (64, 1024), "t4": (64, 1024),
+    "a100": (64, 2048), "a100-40gb": (64, 2048), "a100-pcie": (64, 2048), "a100-40gb-pcie": (64, 2048),
+    "a10": (128, 1024), "a6000": (128, 1024), "rtx3090": (128, 512),
+    "l4": (128, 1024), "l40s": (128, 1024), "rtx4090": (128, 512),
+    "h100": (128, 4096), "h100-pcie": (128, 4096), "h100-nvl": (128, 4096), "h200": (128, 4096),
+    "b200": (128, 8192), "rtx5090": (128, 512), "rtx-pro-6000": (128, 1024), "rtx-pro-6000-maxq": (128, 1024),
+}
+# memory bus width (bits) and data rate per pin (Gbit/s), from the datasheets
+BUS = {
+    "v100": (4096, 1.752), "v100-pcie": (4096, 1.752), "t4": (256, 10.0), "a10": (384, 12.5),
+    "a100": (5120, 3.186), "a100-40gb": (5120, 2.43), "a100-pcie": (5120, 3.024), "a100-40gb-pcie": (5120, 2.43),
+    "a6000": (384, 16.0), "rtx3090": (384, 19.5), "l4": (192, 12.5), "l40s": (384, 18.0), "rtx4090": (384, 21.0),
+    "h100": (5120, 5.23), "h100-pcie": (5120, 3.125), "h100-nvl": (6144, 5.1), "h200": (6144, 6.25),
+    "b200": (8192, 7.8), "rtx5090": (512, 28.0), "rtx-pro-6000": (512, 28.0), "rtx-pro-6000-maxq": (512, 28.0),
+}
+
+
+def test_the_catalogue_covers_the_cards_users_choose_between():
+    assert set(PER_SM) == set(GPU_DEVICES) == set(BUS)
+    generations = {spec.generation for spec in CATALOGUE}
+    assert generations == {"volta", "turing", "ampere", "ada", "hopper", "blackwell"}
+
+
+@pytest.mark.parametrize("key", GPU_DEVICES)
+def test_each_peak_is_what_its_sms_and_clock_can_do(key):
+    """implied clock = peak / (SMs x ops per SM per clock) lies at or just under the boost
+    clock (tensor peaks are quoted at a clock up to about 15% below it)."""
+    spec = gpu(key)
+    lanes, tensor = PER_SM[key]
+    fp32_clock = spec.fp32_tflops * 1e12 / (spec.sms * lanes * 2)
+    fp16_clock = spec.fp16_tflops * 1e12 / (spec.sms * tensor)
+    boost = spec.boost_mhz * 1e6
+    assert 0.97 * boost <= fp32_clock <= 1.02 * boost, (fp32_clock, boost)
+    assert 0.85 * boost <= fp16_clock <= 1.02 * boost, (fp16_clock, boost)
+    if spec.bf16_tflops is not None:
+        assert spec.bf16_tflops == spec.fp16_tflops
+    if spec.generation in ("volta", "turing"):
+        assert spec.bf16_tflops is None and spec.tf32_tflops is None
+    else:  # TF32 tensor cores run at half the FP16 rate (FP32 accumulate) on every card since Ampere
+        assert spec.fp16_tflops / spec.tf32_tflops == pytest.approx(2.0, rel=0.03)
+
+
+@pytest.mark.parametrize("key", GPU_DEVICES)
+def test_each_bandwidth_is_its_memory_bus(key):
+    width, rate = BUS[key]
+    assert gpu(key).bandwidth_gb_s == pytest.approx(width * rate / 8, rel=0.01)
+
+
+def test_names_aliases_and_the_local_card_resolve():
+    assert gpu("RTX4090").key == gpu("4090").key == "rtx4090"
+    assert gpu("h200").generation == "hopper" and gpu("nosuch") is None
+    assert match_device_name("NVIDIA H100 80GB HBM3").key == "h100"
+    assert match_device_name("NVIDIA H100 PCIe").key == "h100-pcie"
+    assert match_device_name("NVIDIA A100-SXM4-40GB").key == "a100-40gb"
+    assert match_device_name("NVIDIA A100-SXM4-80GB").key == "a100"
+    assert match_device_name("NVIDIA GeForce RTX 4090").key == "rtx4090"
+    assert match_device_name("NVIDIA L40S").key == "l40s"
+    assert match_device_name("NVIDIA L4").key == "l4"
+    assert match_device_name("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition").key == "rtx-pro-6000-maxq"
+    assert match_device_name("NVIDIA RTX A4000") is None
+
+
+def test_devices_lists_every_card_with_its_source(capsys):
+    import vitbench
+    from vitbench.cli import main
+
+    rows = vitbench.devices()
+    assert [r["device"] for r in rows] == list(GPU_DEVICES)
+    h100 = next(r for r in rows if r["device"] == "h100")
+    assert h100["fp16_flops_per_s"] == 989.4e12 and h100["bandwidth_bytes_per_s"] == 3.35e12
+    assert h100["params_from"] == "ada" and "datasheet" in h100["source"]
+    assert all(r["source"] for r in rows)
+    assert main(["devices", "--generation", "blackwell", "--format", "csv"]) == 0
+    out = capsys.readouterr().out
+    assert "rtx5090" in out and "b200" in out and "a100" not in out
+    with pytest.raises(SpecError, match="generation"):
+        vitbench.devices("pascal")

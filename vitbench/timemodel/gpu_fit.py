@@ -1,0 +1,129 @@
+"""Fitting a generation's parameters (:class:`~vitbench.timemodel.gpu_model.GenerationParams`)
+to measured step times: published ones (``benchmarks/gpu_published/``) or a calibration on the
+device itself.
+
+    minimise  sum over configurations of  rho(log(predicted_i / measured_i))
+
+over the parameters (in log space, within physical bounds), rho the soft-L1 loss (quadratic
+near 0, linear beyond 10%: one odd model cannot drag the rest). The parameters describe the
+device and the framework, never a model: every configuration shares them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from vitbench.timemodel.gpu_model import (
+    GenerationParams,
+    GpuProfile,
+    OpTable,
+    predict_table,
+)
+from vitbench.timemodel.gpus import GpuSpec
+
+#: (lower, upper) bound of each parameter. Efficiencies may pass 1: they are relative to the
+#: vendor's peak at the rated boost clock, and GeForce cards run above it when cool
+BOUNDS = {
+    "gemm_eff": (0.05, 1.5), "conv_eff": (0.05, 1.5), "attention_eff": (0.05, 1.5), "k_half": (1.0, 1024.0),
+    "bandwidth_eff": (0.1, 1.2), "grouped_eff": (0.01, 1.5), "l2_gain": (1.0, 10.0),
+    "launch_floor_s": (0.5e-6, 30e-6), "host_infer_s": (0.5e-6, 200e-6), "host_train_s": (0.5e-6, 300e-6),
+}
+
+
+@dataclass(frozen=True)
+class Observation:
+    table: OpTable
+    spec: GpuSpec
+    mode: str
+    measured_s: float
+    tf32: bool = False
+
+
+def predicted(observations: Sequence[Observation], params: GenerationParams) -> list[float]:
+    """Each observation's predicted step (:func:`~vitbench.timemodel.gpu_model.predict_table`)."""
+    return [predict_table(o.table, GpuProfile(o.spec, params, o.spec.generation), o.mode, o.tf32).latency_s
+            for o in observations]
+
+
+class Stacked:
+    """Observations' tables concatenated, so that one evaluation prices them all at once (the
+    fit evaluates thousands of parameter sets): the same numbers as :func:`predicted`."""
+
+    def __init__(self, observations: Sequence[Observation]) -> None:
+        import numpy as np
+
+        from vitbench.timemodel.gpu_model import OpTable
+
+        self.observations = list(observations)
+        self.groups = []  # (spec, tf32, indices of observations, stacked table, segment starts, train flags)
+        keys: dict[tuple, list[int]] = {}
+        for index, o in enumerate(self.observations):
+            keys.setdefault((o.spec.key, o.tf32), []).append(index)
+        for (_, tf32), indices in keys.items():
+            tables = [self.observations[i].table for i in indices]
+            lengths = np.array([len(t.kind) for t in tables])
+            starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+            columns = {name: np.concatenate([getattr(t, name) for t in tables])
+                       for name in ("kind", "component", "flops", "bytes", "m", "k", "n", "low_precision", "launches",
+                                    "host_units")}
+            stacked = OpTable(**columns, macs=0, total_bytes=0)
+            train = np.repeat([self.observations[i].mode == "train" for i in indices], lengths)
+            self.groups.append((self.observations[indices[0]].spec, tf32, np.array(indices), stacked, starts, lengths,
+                                train))
+        self.measured = np.array([o.measured_s for o in self.observations])
+
+    def latencies(self, params: GenerationParams) -> Any:
+        import numpy as np
+
+        from vitbench.timemodel.gpu_model import kernel_times
+
+        out = np.zeros(len(self.observations))
+        for spec, tf32, indices, table, starts, lengths, train in self.groups:
+            _, device = kernel_times(table, spec, params, tf32)
+            host = table.host_units * np.where(train, params.host_train_s, params.host_infer_s)
+            cumulative = np.cumsum(host)
+            before = np.concatenate([[0.0], cumulative])[starts]
+            host_seg = cumulative - np.repeat(before, lengths)
+            suffix = np.cumsum(device[::-1])[::-1]
+            after = np.concatenate([suffix, [0.0]])[starts + lengths]
+            suffix_seg = suffix - np.repeat(after, lengths)
+            out[indices] = np.maximum.reduceat(host_seg + suffix_seg, starts)
+        return out
+
+    def log_errors(self, params: GenerationParams) -> Any:
+        import numpy as np
+
+        return np.log(np.maximum(self.latencies(params), 1e-12) / self.measured)
+
+
+def log_errors(observations: Sequence[Observation], params: GenerationParams) -> list[float]:
+    return [math.log(max(p, 1e-12) / o.measured_s) for p, o in zip(predicted(observations, params), observations)]
+
+
+def fit(observations: Sequence[Observation], start: GenerationParams | None = None,
+        fixed: Sequence[str] = (), max_evaluations: int = 400) -> GenerationParams:
+    """The parameters that minimise the soft-L1 of the log errors (``fixed`` ones kept at ``start``)."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    start = start or GenerationParams()
+    names = [f.name for f in fields(GenerationParams) if f.name not in fixed]
+    low = np.log([BOUNDS[n][0] for n in names])
+    high = np.log([BOUNDS[n][1] for n in names])
+    x0 = np.clip(np.log([getattr(start, n) for n in names]), low + 1e-9, high - 1e-9)
+
+    def params_at(x) -> GenerationParams:
+        values = {f.name: getattr(start, f.name) for f in fields(GenerationParams)}
+        values.update({n: float(math.exp(v)) for n, v in zip(names, x)})
+        return GenerationParams(**values)
+
+    stacked = Stacked(observations)
+    result = least_squares(lambda x: stacked.log_errors(params_at(x)), x0, bounds=(low, high),
+                           loss="soft_l1", f_scale=0.1, max_nfev=max_evaluations, diff_step=1e-3)
+    return params_at(result.x)
+
+
+__all__ = ["BOUNDS", "Observation", "Stacked", "fit", "log_errors", "predicted"]

@@ -1,0 +1,278 @@
+"""The GPU cost model: one eager-PyTorch step's time on a GPU from its traced operators
+(:mod:`vitbench.timemodel.ops`, traced for CUDA), the card's published numbers
+(:mod:`vitbench.timemodel.gpus`) and a handful of parameters per architecture generation,
+fitted on published measurements (``vitbench/data/gpu_params.json``; docs/time.md names each).
+
+Each operator is one of five kinds, priced on the device:
+
+    matrix products, convolutions, attention kernels (implicit GEMM of shape m x k x n):
+        t = max(2 x MACs / (peak[dtype] x eff[kind] x wave(m, n) x k / (k + k_half)),
+                bytes / (bandwidth x bandwidth_eff))
+        wave(m, n) = tiles / (ceil(tiles / SMs) x SMs), tiles = ceil(m / 128) x ceil(n / 128)
+                     (or 64 x 64 tiles at 0.8 of the rate, whichever is faster): the last wave
+                     of tiles leaves SMs idle
+    grouped and depthwise convolutions (CUDA cores, not tensor cores):
+        t = max(2 x MACs / (2 x peak_fp32 x grouped_eff), bytes / (bandwidth x grouped_eff))
+    everything else (norms, activations, casts, copies, reductions, pooling, the loss):
+        t = bytes x (f / (bandwidth x l2_gain) + (1 - f) / bandwidth) / bandwidth_eff
+        f = min(1, L2 / bytes)  (the part of its traffic an L2 of that size can hold)
+    operators that launch nothing (dropout in eval, ``to`` the same dtype, views): t = 0
+    the optimizer's per-parameter operators run as ``_foreach`` kernels: one launch per 48
+        tensors, their bytes at the bandwidth
+
+and every launched kernel takes at least ``launch_floor_s``. The host dispatches operators one
+after another at ``host_s`` each (``host_infer_s`` or ``host_train_s``); the GPU runs a kernel
+once it is dispatched and the previous one is done:
+
+    d_i = max(d_{i-1}, h_i) + t_i,   h_i = (i + 1) x host_s,   step = d_N
+
+so a small batch is bound by the host, as eager PyTorch is, and a large one by the kernels. The
+breakdown charges each kernel's time to its component and the GPU's idle time (waiting for the
+host) plus the launch floors' excess to ``overhead``: the components sum to the step.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from vitbench.timemodel.gpus import GENERATIONS, GpuSpec
+from vitbench.timemodel.ops import COMPONENTS, Op
+
+BREAKDOWN = (*COMPONENTS, "overhead")
+TILE = 128
+SMALL_TILE = 64
+SMALL_TILE_RATE = 0.8
+FOREACH_TENSORS_PER_LAUNCH = 48
+FOREACH_HOST_PER_TENSOR_S = 0.2e-6
+
+#: kinds of operator (the pricing rule each follows)
+NONE, GEMM, CONV, ATTENTION, GROUPED, MEMORY = range(6)
+_KIND_OF_KERNEL = {"gemm": GEMM, "bmm": GEMM, "conv": CONV, "conv_backward": CONV, "attention": ATTENTION,
+                   "attention_backward": ATTENTION, "conv_grouped": GROUPED, "conv_grouped_backward": GROUPED}
+_LOW_PRECISION = {"float16": 1, "bfloat16": 2}
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """The fitted parameters of one architecture generation (docs/time.md: what each means)."""
+
+    gemm_eff: float = 0.7          # achieved fraction of the tensor peak, matrix products
+    conv_eff: float = 0.6          # ... convolutions (implicit GEMM, forward and backward)
+    attention_eff: float = 0.5     # ... fused attention kernels
+    k_half: float = 32.0           # reduction length at which a GEMM reaches half its rate
+    bandwidth_eff: float = 0.8     # achieved fraction of DRAM bandwidth, memory-bound kernels
+    grouped_eff: float = 0.4       # achieved fraction for grouped / depthwise convolutions
+    l2_gain: float = 2.0           # how much faster L2-resident traffic moves than DRAM's
+    launch_floor_s: float = 3e-6   # the least a launched kernel takes
+    host_infer_s: float = 10e-6    # host time per operator, inference
+    host_train_s: float = 15e-6    # host time per operator, training (autograd's included)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GenerationParams:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: float(v) for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class GpuProfile:
+    """What a GPU prediction rests on: the card's numbers and its generation's parameters."""
+
+    spec: GpuSpec
+    params: GenerationParams
+    params_from: str                     # the generation whose fit the parameters are
+    fitted_on: str = ""                  # what that fit used
+    validation: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    # what the CPU path's Calibration offers the callers
+    basis = "gpu-model"
+    threads = None
+
+    @property
+    def device(self) -> str:
+        return self.spec.key
+
+    @property
+    def device_name(self) -> str:
+        return self.spec.name
+
+    @property
+    def label(self) -> str:
+        borrowed = "" if self.params_from == self.spec.generation else f", {self.params_from}'s parameters"
+        return f"gpu-model:{self.spec.key} ({self.spec.generation}{borrowed})"
+
+    def dtypes(self) -> list[str]:
+        return [d for d in ("float32", "float16", "bfloat16") if self.spec.peak_flops(d)]
+
+
+@lru_cache(maxsize=1)
+def parameter_file() -> dict[str, Any]:
+    """``vitbench/data/gpu_params.json``: fitted parameters per generation, which generation a
+    generation without a fit borrows from, and the validation's error bands."""
+    text = resources.files("vitbench").joinpath("data/gpu_params.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def profile_for(spec: GpuSpec, params: GenerationParams | None = None) -> GpuProfile:
+    """The profile of ``spec`` with its generation's fitted parameters (or ``params``)."""
+    data = parameter_file()
+    if params is not None:
+        return GpuProfile(spec, params, spec.generation, "given")
+    generation = spec.generation
+    source = generation if generation in data["generations"] else data["borrow"].get(generation, "ada")
+    entry = data["generations"][source]
+    return GpuProfile(spec, GenerationParams.from_dict(entry["params"]), source, entry.get("fitted_on", ""),
+                      data.get("validation", {}))
+
+
+# --- the operator table: a trace as arrays, priced without a Python loop per operator ------------
+
+@dataclass(frozen=True)
+class OpTable:
+    """A traced step as columns (numpy arrays), in dispatch order; the optimizer's
+    per-parameter operators folded into ``_foreach`` kernels."""
+
+    kind: Any
+    component: Any
+    flops: Any
+    bytes: Any
+    m: Any
+    k: Any
+    n: Any
+    low_precision: Any   # 0 float32 (or another dtype), 1 float16, 2 bfloat16
+    launches: Any        # kernels launched (0 for operators that launch nothing)
+    host_units: Any      # host dispatches (a foreach call: 1 + its tensors x a small per-tensor cost)
+    macs: int
+    total_bytes: int
+
+
+def op_table(ops: Sequence[Op]) -> OpTable:
+    import numpy as np
+
+    rows: list[tuple] = []
+    foreach: dict[str, list[float]] = {}
+    order: list[str] = []
+    for op in ops:
+        if op.component == "optimizer":
+            if op.name not in foreach:
+                foreach[op.name] = [0.0, 0.0]
+                order.append(op.name)
+            foreach[op.name][0] += op.bytes
+            foreach[op.name][1] += 1
+            continue
+        kind = NONE if op.aliases else _KIND_OF_KERNEL.get(op.kernel, MEMORY)
+        if kind in (GEMM, CONV, ATTENTION) and (not op.macs or len(op.shape) != 3):
+            kind = MEMORY
+        m, k, n = op.shape if len(op.shape) == 3 else (0, 0, 0)
+        rows.append((kind, COMPONENTS.index(op.component), 2.0 * op.macs, float(op.bytes), m, k, n,
+                     _LOW_PRECISION.get(op.dtype, 0), 0 if kind == NONE else 1, 1.0))
+    for name in order:
+        moved, tensors = foreach[name]
+        rows.append((MEMORY, COMPONENTS.index("optimizer"), 0.0, moved, 0, 0, 0, 0,
+                     math.ceil(tensors / FOREACH_TENSORS_PER_LAUNCH),
+                     1.0 + tensors * FOREACH_HOST_PER_TENSOR_S / 10e-6))
+    columns = list(zip(*rows)) if rows else [()] * 10
+    ints = (0, 1, 7, 8)
+    arrays = [np.asarray(c, dtype=np.int64 if i in ints else np.float64) for i, c in enumerate(columns)]
+    return OpTable(*arrays, macs=sum(op.macs for op in ops), total_bytes=sum(op.bytes for op in ops))
+
+
+def _wave(m: Any, n: Any, sms: int) -> Any:
+    """wave(m, n): the fraction of the SMs' time the tiles of an m x n output keep busy."""
+    import numpy as np
+
+    best = np.zeros_like(m, dtype=np.float64)
+    for tile, rate in ((TILE, 1.0), (SMALL_TILE, SMALL_TILE_RATE)):
+        tiles = np.ceil(np.maximum(m, 1) / tile) * np.ceil(np.maximum(n, 1) / tile)
+        best = np.maximum(best, rate * tiles / (np.ceil(tiles / sms) * sms))
+    return best
+
+
+def kernel_times(table: OpTable, spec: GpuSpec, params: GenerationParams, tf32: bool = False) -> Any:
+    """Seconds each operator's kernels take on ``spec`` (the module docstring's equations)."""
+    import numpy as np
+
+    bandwidth = spec.bandwidth_bytes_s * params.bandwidth_eff
+    peak_fp32 = spec.peak_flops("float32", tf32) or 1.0
+    peaks = np.array([peak_fp32, spec.peak_flops("float16") or peak_fp32, spec.peak_flops("bfloat16") or peak_fp32])
+    eff = np.select([table.kind == GEMM, table.kind == CONV, table.kind == ATTENTION],
+                    [params.gemm_eff, params.conv_eff, params.attention_eff], 1.0)
+    rate = peaks[table.low_precision] * eff * _wave(table.m, table.n, spec.sms) * (table.k / (table.k + params.k_half))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        compute = np.where(rate > 0, table.flops / np.where(rate > 0, rate, 1.0), 0.0)
+    dram = table.bytes / bandwidth
+    fraction = np.minimum(1.0, spec.l2_bytes / np.maximum(table.bytes, 1.0))
+    memory = dram * (fraction / params.l2_gain + (1.0 - fraction))
+    grouped_rate = 2.0 * spec.peak_flops("float32") * params.grouped_eff
+    grouped = np.maximum(table.flops / grouped_rate, table.bytes / (spec.bandwidth_bytes_s * params.grouped_eff))
+    t = np.select([table.kind == NONE, table.kind == GROUPED, table.kind == MEMORY],
+                  [0.0, grouped, memory], np.maximum(compute, dram))
+    return t, np.maximum(t, table.launches * params.launch_floor_s)
+
+
+def step_time(device: Any, host: Any) -> float:
+    """d_N of the module docstring: kernels ``device`` (s each) dispatched at host times ``host``
+    (cumulative, s): max over i of (h_i + the kernels from i on)."""
+    import numpy as np
+
+    if len(device) == 0:
+        return 0.0
+    suffix = np.cumsum(device[::-1])[::-1]
+    return float(np.max(host + suffix))
+
+
+@dataclass(frozen=True)
+class GpuPrediction:
+    latency_s: float
+    components_s: dict[str, float]
+    ops: int
+    macs: int
+    bytes: int
+    host_s: float     # the host's dispatch time alone
+    device_s: float   # the kernels' time alone
+
+    def columns(self, batch_size: int) -> dict[str, float | int]:
+        row: dict[str, float | int] = {"pred_latency_s": self.latency_s,
+                                       "pred_throughput_img_s": batch_size / self.latency_s if self.latency_s > 0 else 0.0}
+        row.update({f"pred_{name}_s": self.components_s[name] for name in BREAKDOWN})
+        row.update({"pred_ops": self.ops, "pred_macs": self.macs, "pred_bytes": self.bytes,
+                    "pred_host_s": self.host_s, "pred_device_s": self.device_s})
+        return row
+
+
+def predict_table(table: OpTable, profile: GpuProfile, mode: str, tf32: bool = False) -> GpuPrediction:
+    """One step's time of ``table`` on ``profile``'s card."""
+    import numpy as np
+
+    params = profile.params
+    raw, device = kernel_times(table, profile.spec, params, tf32)
+    host_s = params.host_train_s if mode == "train" else params.host_infer_s
+    host = np.cumsum(table.host_units * host_s)
+    latency = step_time(device, host)
+    components = dict.fromkeys(BREAKDOWN, 0.0)
+    for index, name in enumerate(COMPONENTS):
+        components[name] = float(raw[table.component == index].sum())
+    components["overhead"] = max(0.0, latency - sum(components.values()))
+    # the components sum to the step: rounding is charged to overhead
+    total = sum(components.values())
+    if total > latency and total > 0:
+        components["overhead"] -= total - latency
+    return GpuPrediction(latency, components, len(table.kind), table.macs, table.total_bytes,
+                         float(host[-1]) if len(host) else 0.0, float(device.sum()))
+
+
+def predict_gpu(ops: Iterable[Op], profile: GpuProfile, mode: str, tf32: bool = False) -> GpuPrediction:
+    return predict_table(op_table(list(ops)), profile, mode, tf32)
+
+
+def params_dict(params: GenerationParams) -> dict[str, float]:
+    return asdict(params)
+
+
+__all__ = ["BREAKDOWN", "GENERATIONS", "GenerationParams", "GpuPrediction", "GpuProfile", "OpTable", "kernel_times",
+           "op_table", "parameter_file", "params_dict", "predict_gpu", "predict_table", "profile_for", "step_time"]
