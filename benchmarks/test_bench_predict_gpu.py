@@ -18,7 +18,7 @@ DEVICES = ("a100", "h100", "l4", "rtx4090", "rtx5090")
 
 @pytest.fixture()
 def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("VITBENCH_TRACE_DIR", str(tmp_path / "traces"))
     return tmp_path
 
 

@@ -7,6 +7,12 @@ from importlib import metadata
 import pytest
 
 os.environ.setdefault("CI", os.environ.get("CI", ""))
+# traced steps go to a fresh folder per run: a test never reads a trace an earlier run (or
+# earlier code) left in the user's cache, and never leaves one there
+if "VITBENCH_TRACE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["VITBENCH_TRACE_DIR"] = tempfile.mkdtemp(prefix="vitbench-test-traces-")
 warnings.filterwarnings("ignore", category=FutureWarning, module="torch.jit")
 
 #: the versions that decide what the tests observe, printed at the top of every run

@@ -26,7 +26,8 @@ from vitbench.timemodel.gpus import gpu
 from vitbench.timemodel.ops import Op
 
 PARAMS = GenerationParams(gemm_eff=0.5, conv_eff=0.4, attention_eff=0.3, k_half=0.0001, bandwidth_eff=0.5,
-                          grouped_eff=0.25, l2_gain=1.0, launch_floor_s=2e-6, host_infer_s=5e-6, host_train_s=8e-6)
+                          grouped_eff=0.25, l2_gain=1.0, launch_floor_s=2e-6, kernel_tail_s=0.0, host_infer_s=5e-6,
+                          host_train_s=8e-6)
 H100 = gpu("h100")
 
 
@@ -91,6 +92,14 @@ def test_every_kernel_takes_at_least_the_launch_floor_and_the_host_bounds_small_
     assert sum(p.components_s.values()) == pytest.approx(p.latency_s, rel=1e-12)
 
 
+def test_every_launched_kernel_adds_its_tail():
+    big = Op("add", "elementwise", 0, 10**9, (), "float16", "add")
+    tailed = GenerationParams(**{**PARAMS.__dict__, "kernel_tail_s": 4e-6})
+    assert predict_gpu([big], profile(tailed), "infer").device_s == pytest.approx(
+        predict_gpu([big], profile(), "infer").device_s + 4e-6, rel=1e-12)
+    assert predict_gpu([big.__class__(**{**big.__dict__, "aliases": True})], profile(tailed), "infer").device_s == 0
+
+
 def test_the_step_is_the_pipeline_of_host_and_device():
     import numpy as np
 
@@ -115,7 +124,7 @@ def test_dropout_in_eval_costs_nothing(monkeypatch, tmp_path):
     same predicted kernels; the dropouts cost only their host dispatch."""
     import torch
 
-    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("VITBENCH_TRACE_DIR", str(tmp_path / "traces"))
 
     def net(dropout: bool):
         layer = torch.nn.Dropout(0.5) if dropout else torch.nn.Identity()
@@ -134,7 +143,7 @@ def test_dropout_in_eval_costs_nothing(monkeypatch, tmp_path):
 def test_models_that_failed_under_cpu_autocast_fp16_trace_for_the_gpu(name, monkeypatch, tmp_path):
     """Traced under CUDA's autocast policy (fake CUDA tensors), as timm ran them: CPU autocast
     left one bmm operand in fp32 ("expected scalar type Half but found Float")."""
-    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("VITBENCH_TRACE_DIR", str(tmp_path / "traces"))
     [row] = vitbench.predict(name, device="rtx4090", precision="fp16", batch_size=2)
     assert row["status"] == "ok", row["error"]
     assert row["pred_macs"] > 0 and row["pred_latency_s"] > 0
@@ -144,7 +153,7 @@ def test_one_trace_is_priced_for_several_devices_and_cached_on_disk(monkeypatch,
     from vitbench.timemodel import ops as ops_module
     from vitbench.timemodel import run
 
-    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("VITBENCH_TRACE_DIR", str(tmp_path / "traces"))
     calls = []
     real = ops_module.trace_target_batches
     monkeypatch.setattr(ops_module, "trace_target_batches", lambda *a, **k: calls.append(a[1:3]) or real(*a, **k))
@@ -168,7 +177,7 @@ def test_one_trace_is_priced_for_several_devices_and_cached_on_disk(monkeypatch,
 
 
 def test_the_deployed_form_is_what_reparam_prices(monkeypatch, tmp_path):
-    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("VITBENCH_TRACE_DIR", str(tmp_path / "traces"))
     trained, deployed = (vitbench.predict("timm:mobileone_s0", device="rtx4090", precision="fp16", batch_size=64,
                                           reparam=flag)[0] for flag in (False, True))
     assert deployed["reparam"] is True and "reparam" not in trained
@@ -204,7 +213,8 @@ def test_the_fit_recovers_predictions_from_data_made_with_known_parameters():
     from vitbench.timemodel.gpu_fit import Observation, fit
 
     truth = GenerationParams(gemm_eff=0.62, conv_eff=0.45, attention_eff=0.35, k_half=48.0, bandwidth_eff=0.7,
-                             grouped_eff=0.2, l2_gain=2.5, launch_floor_s=3e-6, host_infer_s=12e-6, host_train_s=20e-6)
+                             grouped_eff=0.2, l2_gain=2.5, launch_floor_s=3e-6, kernel_tail_s=2e-6, host_infer_s=12e-6,
+                             host_train_s=20e-6)
     spec = gpu("rtx4090")
     rng = random.Random(0)
 

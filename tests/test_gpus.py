@@ -91,3 +91,16 @@ def test_devices_lists_every_card_with_its_source(capsys):
     assert "rtx5090" in out and "b200" in out and "a100" not in out
     with pytest.raises(SpecError, match="generation"):
         vitbench.devices("pascal")
+
+
+@pytest.mark.parametrize("name, family", [
+    ("timm:convnext_tiny.fb_in1k", "ConvNeXt"), ("timm:vit_base_patch16_224.augreg_in21k", "ViT-like"),
+    ("vit-b/16", "ViT-like"), ("timm:deit_small_patch16_224", "ViT-like"), ("resnet50", "ResNet-like"),
+    ("torchvision:resnet18", "ResNet-like"), ("timm:seresnext50_32x4d", "ResNet-like"),
+    ("timm:efficientnet_b0", "EfficientNet/MobileNet"), ("torchvision:mobilenet_v3_large", "EfficientNet/MobileNet"),
+    ("timm:swin_tiny_patch4_window7_224", "other"), ("timm:levit_128", "other"), ("py:./net.py:make", "other"),
+])
+def test_model_families_of_the_error_bands(name, family):
+    from vitbench.timemodel.families import family as family_of
+
+    assert family_of(name) == family

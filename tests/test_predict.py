@@ -387,3 +387,26 @@ def test_real_calibration_is_quick_and_sane(tmp_path):
     assert set(cal.framework_s) == {"infer", "train", "optimizer"} and cal.in_step_factor > 0
     assert {"native_layer_norm", "gelu", "add_", "bernoulli_"} <= set(cal.ops)
     assert load(save(cal, tmp_path / "c.json"), cal.torch) == cal
+
+
+@pytest.mark.parametrize("layout", ["cache dir is a file", "cache entry is a folder"])
+def test_a_cache_that_cannot_be_written_never_costs_the_prediction(layout, tmp_path, monkeypatch):
+    """Issue: with VITBENCH_CACHE_DIR a file (or the cache entry a folder), predict calibrated
+    for 70-80 s, then exited 2 with no prediction (save() raised OutputFileError, which the
+    cache's OSError handler did not catch). The prediction comes back, with a warning."""
+    import torch
+
+    from vitbench.measure.env import cpu_model
+    from vitbench.timemodel import run
+    from vitbench.timemodel.calibration import cache_path
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(cache))
+    if layout == "cache dir is a file":
+        cache.write_text("not a folder")
+    else:
+        cache_path("cpu", cpu_model() or "", 1, torch.__version__).mkdir(parents=True)
+    monkeypatch.setattr(run, "calibrate", lambda device, threads, precisions: synthetic(threads=threads))
+    [row] = vitbench.predict("mnist-vit", threads=1)
+    assert row["status"] == "ok" and row["pred_latency_s"] > 0
+    assert any(w["code"] == "calibration-not-saved" for w in row["warnings"])

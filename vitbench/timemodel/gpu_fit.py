@@ -29,7 +29,7 @@ from vitbench.timemodel.gpus import GpuSpec
 BOUNDS = {
     "gemm_eff": (0.05, 1.5), "conv_eff": (0.05, 1.5), "attention_eff": (0.05, 1.5), "k_half": (1.0, 1024.0),
     "bandwidth_eff": (0.1, 1.2), "grouped_eff": (0.01, 1.5), "l2_gain": (1.0, 10.0),
-    "launch_floor_s": (0.5e-6, 30e-6), "host_infer_s": (0.5e-6, 200e-6), "host_train_s": (0.5e-6, 300e-6),
+    "launch_floor_s": (0.5e-6, 30e-6), "kernel_tail_s": (0.01e-6, 30e-6), "host_infer_s": (0.5e-6, 200e-6), "host_train_s": (0.5e-6, 300e-6),
 }
 
 

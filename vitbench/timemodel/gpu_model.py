@@ -20,7 +20,8 @@ Each operator is one of five kinds, priced on the device:
     the optimizer's per-parameter operators run as ``_foreach`` kernels: one launch per 48
         tensors, their bytes at the bandwidth
 
-and every launched kernel takes at least ``launch_floor_s``. The host dispatches operators one
+and every launched kernel adds ``kernel_tail_s`` (its waves' ramp-up and drain) and takes at least
+``launch_floor_s``. The host dispatches operators one
 after another at ``host_s`` each (``host_infer_s`` or ``host_train_s``); the GPU runs a kernel
 once it is dispatched and the previous one is done:
 
@@ -42,9 +43,8 @@ from importlib import resources
 from typing import Any
 
 from vitbench.timemodel.gpus import GENERATIONS, GpuSpec
+from vitbench.timemodel.model import BREAKDOWN, Prediction
 from vitbench.timemodel.ops import COMPONENTS, Op
-
-BREAKDOWN = (*COMPONENTS, "overhead")
 TILE = 128
 SMALL_TILE = 64
 SMALL_TILE_RATE = 0.8
@@ -70,6 +70,7 @@ class GenerationParams:
     grouped_eff: float = 0.4       # achieved fraction for grouped / depthwise convolutions
     l2_gain: float = 2.0           # how much faster L2-resident traffic moves than DRAM's
     launch_floor_s: float = 3e-6   # the least a launched kernel takes
+    kernel_tail_s: float = 1e-6    # what every launched kernel adds (ramp-up and drain of its waves)
     host_infer_s: float = 10e-6    # host time per operator, inference
     host_train_s: float = 15e-6    # host time per operator, training (autograd's included)
 
@@ -212,7 +213,7 @@ def kernel_times(table: OpTable, spec: GpuSpec, params: GenerationParams, tf32: 
     grouped = np.maximum(table.flops / grouped_rate, table.bytes / (spec.bandwidth_bytes_s * params.grouped_eff))
     t = np.select([table.kind == NONE, table.kind == GROUPED, table.kind == MEMORY],
                   [0.0, grouped, memory], np.maximum(compute, dram))
-    return t, np.maximum(t, table.launches * params.launch_floor_s)
+    return t, np.maximum(t + table.launches * params.kernel_tail_s, table.launches * params.launch_floor_s)
 
 
 def step_time(device: Any, host: Any) -> float:
@@ -227,22 +228,14 @@ def step_time(device: Any, host: Any) -> float:
 
 
 @dataclass(frozen=True)
-class GpuPrediction:
-    latency_s: float
-    components_s: dict[str, float]
-    ops: int
-    macs: int
-    bytes: int
-    host_s: float     # the host's dispatch time alone
-    device_s: float   # the kernels' time alone
+class GpuPrediction(Prediction):
+    """A :class:`~vitbench.timemodel.model.Prediction` with the host's and the kernels' times."""
+
+    host_s: float = 0.0     # the host's dispatch time alone
+    device_s: float = 0.0   # the kernels' time alone
 
     def columns(self, batch_size: int) -> dict[str, float | int]:
-        row: dict[str, float | int] = {"pred_latency_s": self.latency_s,
-                                       "pred_throughput_img_s": batch_size / self.latency_s if self.latency_s > 0 else 0.0}
-        row.update({f"pred_{name}_s": self.components_s[name] for name in BREAKDOWN})
-        row.update({"pred_ops": self.ops, "pred_macs": self.macs, "pred_bytes": self.bytes,
-                    "pred_host_s": self.host_s, "pred_device_s": self.device_s})
-        return row
+        return {**super().columns(batch_size), "pred_host_s": self.host_s, "pred_device_s": self.device_s}
 
 
 def predict_table(table: OpTable, profile: GpuProfile, mode: str, tf32: bool = False) -> GpuPrediction:

@@ -169,10 +169,13 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
         on_calibrate(f"calibrating the CPU at {threads} thread{'s' if threads > 1 else ''} "
                      f"(once per machine, thread count and torch version; about 30 s); it will be saved to {path}")
     made = calibrate("cpu", threads, tuple(sorted(precisions)))
+    from vitbench.errors import OutputFileError
+
     try:
         save(made, path)
-    except OSError as exc:
-        warnings.append(warning("calibration-not-saved", f"calibration not saved to {path}: {exc.strerror or exc}",
+    except (OSError, OutputFileError) as exc:  # a cache that cannot be written never costs the prediction
+        reason = getattr(exc, "strerror", None) or str(exc)
+        warnings.append(warning("calibration-not-saved", f"calibration not saved to {path}: {reason}",
                                 "it is made again on the next prediction; make the cache folder writable"))
     return made, warnings
 

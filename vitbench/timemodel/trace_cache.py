@@ -11,7 +11,8 @@ change between runs and are traced every time. A cache entry that cannot be read
 truncated, another format, not a regular file) is ignored and traced again; one that cannot be
 written is skipped: the cache never costs a prediction.
 
-Files: ``<cache>/traces/<key>.json.gz`` (:func:`trace_dir`), a few KB each.
+Files: ``<cache>/traces/<key>.json.gz`` (:func:`trace_dir`; ``$VITBENCH_TRACE_DIR`` moves
+them), a few KB each.
 """
 
 from __future__ import annotations
@@ -35,7 +36,10 @@ CACHED_SOURCES = ("preset", "spec", "torchvision", "timm", "hf")
 
 
 def trace_dir() -> Path:
-    """``$VITBENCH_CACHE_DIR/traces`` (or ``$XDG_CACHE_HOME/vitbench/traces``, ``~/.cache/vitbench/traces``)."""
+    """``$VITBENCH_TRACE_DIR``, else ``$VITBENCH_CACHE_DIR/traces`` (or
+    ``$XDG_CACHE_HOME/vitbench/traces``, ``~/.cache/vitbench/traces``)."""
+    if os.environ.get("VITBENCH_TRACE_DIR"):
+        return Path(os.environ["VITBENCH_TRACE_DIR"])
     root = os.environ.get("VITBENCH_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "vitbench")
     return Path(root) / "traces"
@@ -44,7 +48,9 @@ def trace_dir() -> Path:
 def _library_versions() -> dict[str, str]:
     from importlib import metadata
 
-    out = {}
+    from vitbench import __version__
+
+    out = {"vitbench": __version__}
     for name in ("torch", "timm", "transformers", "torchvision"):
         try:
             out[name] = metadata.version(name)
