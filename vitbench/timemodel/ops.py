@@ -236,7 +236,19 @@ def describe(func: Any, args: tuple, kwargs: dict | None, out: Any, in_optimizer
     return Op(name=name, component=component, macs=macs, bytes=moved,
               shape=gemm_shape(name, args, out) if macs else (),
               dtype=str(first.dtype).replace("torch.", ""), kernel=kernel_of(name, component, args),
-              aliases=not macs and _returns_an_input(name, flat_in, flat_out))
+              aliases=not macs and (_inactive_dropout(name, args) or _returns_an_input(name, flat_in, flat_out)))
+
+
+#: dropout operators: ``(input, p, train)``; out of training (or at p = 0) each returns its input
+DROPOUT_OPS = frozenset({"dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout"})
+
+
+def _inactive_dropout(name: str, args: tuple) -> bool:
+    """A dropout that returns its input (eval, or p = 0). Fake tensors of some torch versions
+    (2.13) give it a result of its own, so its storage alone does not tell."""
+    if name not in DROPOUT_OPS or len(args) < 3:
+        return False
+    return args[2] is False or args[1] == 0
 
 
 def _returns_an_input(name: str, inputs: list, outputs: list) -> bool:
