@@ -17,7 +17,6 @@ operators move no data and are dropped.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -311,6 +310,7 @@ def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | N
     there (a tensor made on the CPU in its forward) is traced on the CPU instead.
     ``reparam``: the model in its deployed form (:func:`reparameterize`) before tracing."""
     from vitbench.models.materialize import light_build
+    from vitbench.timemodel.trace_setup import deployed
 
     def make() -> Any:
         return deployed(build) if reparam else light_build(build)
@@ -325,88 +325,11 @@ def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | N
     return _trace_module(make(), input_size, classes, batches, mode, precision, optimizer, "cpu")
 
 
-def deployed(build: Any) -> Any:
-    """``build()``'s module reparameterised (:func:`reparameterize`): built on meta (fusing
-    needs every tensor on one device), or, where that fails, built for real on the CPU."""
-    import torch
-
-    try:
-        with torch.device("meta"):
-            return reparameterize(build())
-    except (KeyboardInterrupt, SystemExit, MemoryError):
-        raise
-    except Exception:  # noqa: BLE001 - retried with real tensors
-        pass
-    with torch.device("cpu"):
-        return reparameterize(build())
-
-
-def reparameterize(module: Any) -> Any:
-    """The deployed (reparameterised, fused) form of ``module``, as timm benchmarks and users
-    deploy it: timm's ``reparameterize_model`` when timm is installed (it calls every submodule's
-    ``fuse`` / ``reparameterize`` / ``switch_to_deploy``), else those methods called directly."""
-    try:
-        from timm.utils.model import reparameterize_model
-    except ImportError:
-        for sub in list(module.modules()):
-            for method in ("reparameterize", "switch_to_deploy", "fuse"):
-                if callable(getattr(sub, method, None)):
-                    getattr(sub, method)()
-                    break
-        return module
-    return reparameterize_model(module, inplace=True)
-
-
-@contextlib.contextmanager
-def _autocast(device_type: str, dtype: Any):
-    """``torch.autocast(device_type, dtype)``; for CUDA without a GPU (fake tensors) the same
-    policy switched on directly, since ``torch.autocast('cuda')`` disables itself there."""
-    import torch
-
-    if dtype is None:
-        yield
-        return
-    if device_type != "cuda" or torch.cuda.is_available():
-        with torch.autocast(device_type, dtype=dtype):
-            yield
-        return
-    enabled, previous = torch.is_autocast_enabled("cuda"), torch.get_autocast_dtype("cuda")
-    torch.set_autocast_enabled("cuda", True)
-    torch.set_autocast_dtype("cuda", dtype)
-    torch.autocast_increment_nesting()
-    try:
-        yield
-    finally:
-        if torch.autocast_decrement_nesting() == 0:
-            torch.clear_autocast_cache()
-        torch.set_autocast_enabled("cuda", enabled)
-        torch.set_autocast_dtype("cuda", previous)
-
-
-@contextlib.contextmanager
-def _decomposed_fast_paths():
-    """``nn.MultiheadAttention`` and ``nn.TransformerEncoderLayer`` in inference take a fused
-    "fast path" (``_native_multi_head_attention``, ``_transformer_encoder_layer_fwd``) whose
-    work no FLOP formula sees: a trace of it priced a user's encoder at 0.14x its measured time.
-    Traced with the fast path off, the step is its component operators (the ones the counters
-    count), each priced by its work."""
-    import torch
-
-    mha = getattr(torch.backends, "mha", None)
-    if mha is None or not hasattr(mha, "set_fastpath_enabled"):
-        yield
-        return
-    enabled = mha.get_fastpath_enabled()
-    mha.set_fastpath_enabled(False)
-    try:
-        yield
-    finally:
-        mha.set_fastpath_enabled(enabled)
-
-
 def _trace_module(module: Any, input_size: tuple[int, int, int], classes: int | None, batches: tuple[int, ...],
                   mode: str, precision: str, optimizer: str, device_type: str) -> dict[int, list[Op]]:
-    with _decomposed_fast_paths():
+    from vitbench.timemodel.trace_setup import decomposed_fast_paths
+
+    with decomposed_fast_paths():
         return _trace_steps(module, input_size, classes, batches, mode, precision, optimizer, device_type)
 
 
@@ -418,6 +341,7 @@ def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | N
     from vitbench.counters.memory_trace import fake_module
     from vitbench.models.inputs import main_output
     from vitbench.models.step import autocast_dtype, step_loss
+    from vitbench.timemodel.trace_setup import autocast_for
 
     fake_mode = FakeTensorMode()
     fake_module(module, fake_mode, device_type)
@@ -433,7 +357,7 @@ def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | N
             recorder.recording = True
             if mode == "train":
                 module.train()
-                with _autocast(device_type, dtype):
+                with autocast_for(device_type, dtype):
                     out = module(images)
                     if labels is None and main_output(out).ndim == 2:
                         recorder.recording = False
@@ -447,7 +371,7 @@ def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | N
                     parameter.grad = None  # as zero_grad(set_to_none=True): the next step starts alike
             else:
                 module.eval()
-                with torch.inference_mode(), _autocast(device_type, dtype):
+                with torch.inference_mode(), autocast_for(device_type, dtype):
                     module(images)
         ops = recorder.ops
         if mode == "train":
