@@ -188,7 +188,6 @@ def test_the_deployed_form_is_what_reparam_prices(monkeypatch, tmp_path):
 @pytest.mark.parametrize("kwargs, field, match", [
     (dict(device="t4", precision="bf16"), "precision", "no bf16"),
     (dict(device="cpu", precision="tf32"), "precision", "needs a GPU"),
-    (dict(device="h100", calibration="cal.json"), "calibration", "CPU calibration"),
     (dict(device="a100,tpu"), "device", "unknown device"),
     (dict(device="a100", reparam="yes"), "reparam", "true or false"),
 ])

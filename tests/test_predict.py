@@ -345,7 +345,7 @@ def test_cli_predict_with_a_calibration_file(tmp_path):
     (("predict", "vit-ti/16", "--device", "t4", "--precision", "bf16"), "precision='bf16': T4 (turing) has no bf16"),
     (("predict", "vit-ti/16", "--batch-size", "auto", "--device", "h100"), "batch_size='auto'"),
     (("predict", "vit-ti/16", "--epochs", "0"), "--epochs"),
-    (("calibrate", "--device", "h100"), "only the CPU is calibrated"),
+    (("calibrate", "--device", "h100"), "device='h100': must be cpu or cuda"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_2(args, message):
     done = _cli(*args)

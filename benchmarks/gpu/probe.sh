@@ -1,20 +1,57 @@
 #!/usr/bin/env bash
-# First look on a lent GPU: selftest, the CUDA tests, the harness against a bare loop, a few
-# bf16 profiles (batch auto, --compile), and --launcher gpus. Writes logs under $OUT.
+# vitbench on a lent GPU, in phases named on the command line (all of them by default):
+#   selftest tests bare profile compile launcher calibrate predict report
+# Each phase has its own time limit and its log under $OUT/gpu/; everything is packed into
+# $OUT/gpu.tar.gz at the end (the device tool brings back at most 8 files).
+#   bash benchmarks/gpu/probe.sh selftest tests bare calibrate
+# CAL=FILE names a GPU calibration for `predict` (default: the one `calibrate` wrote).
 set -u
-export PYTHONUNBUFFERED=1 MPLBACKEND=Agg KINETO_LOG_LEVEL=5
+export PYTHONUNBUFFERED=1 MPLBACKEND=Agg KINETO_LOG_LEVEL=5 VITBENCH_CACHE_DIR=/tmp/vitbench-cache
 if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
 fi
 export PYTHONPATH=${PYTHONPATH:-$PWD}
+OUT=${OUT:-/tmp/out}
+L=$OUT/gpu
+mkdir -p "$L"
+pack() { tar -czf "$OUT/gpu.tar.gz" -C "$OUT" gpu && echo "packed $(du -sh "$OUT/gpu.tar.gz" | cut -f1)"; }
+trap pack EXIT
 V="python3 -m vitbench"
-phase() { echo "=== $1 ($(date +%T))"; }
-phase env; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv | tee $OUT/env.txt
-python3 -c "import torch,timm,transformers,fvcore;print(torch.__version__,torch.version.cuda,timm.__version__,transformers.__version__)" | tee -a $OUT/env.txt
-phase selftest; timeout 180 $V selftest --device cuda 2>&1 | tee $OUT/selftest.txt
-phase cuda-tests; timeout 240 python3 -m pytest tests -m cuda -q -x -p no:cacheprovider 2>&1 | tail -40 | tee $OUT/cuda_tests.txt
-phase bare-loop; timeout 240 python3 benchmarks/gpu/bare_loop.py --rounds 2 --out $OUT/bare_loop.json 2>&1 | tail -20
-phase profile; timeout 200 $V profile vit-b/16 resnet50 timm:vit_base_patch16_224 --device cuda --precision bf16 --mode infer,train --batch-size auto --max-batch-size 512 --runs 2 --format csv -o $OUT/profile_smoke.csv 2>&1 | tail -20
-phase compile; timeout 120 $V profile vit-s/16 --device cuda --precision bf16 --batch-size 64 --compile --runs 1 2>&1 | tail -8
-phase launcher-gpus; timeout 120 $V sweep --model vit-ti/16,resnet18 --batch-size 8 --stages analytic,measured --device cuda --launcher gpus --out /tmp/sw --runs 1 2>&1 | tail -15
-echo "=== end ($(date +%T))"
+CAL=${CAL:-$L/gpu_calibration.json}
+phase() { echo "=== $1 ($(date +%T))" | tee -a "$L/phases.txt"; }
+run() {  # run NAME SECONDS COMMAND...: the command's output to $L/NAME.txt, its exit code to phases.txt
+  local name=$1 limit=$2; shift 2
+  phase "$name"
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$L/$name.txt" 2>&1
+  local rc=$?
+  echo "    $name: rc=$rc in $((SECONDS - t0)) s" | tee -a "$L/phases.txt"
+  tail -n 25 "$L/$name.txt"
+}
+phases=${*:-selftest tests bare profile compile launcher calibrate predict report}
+phase env
+{ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv
+  python3 -c "import torch,timm,transformers,fvcore;print('torch',torch.__version__,'cuda',torch.version.cuda,'timm',timm.__version__,'transformers',transformers.__version__)"
+  nproc; } >"$L/env.txt" 2>&1
+cat "$L/env.txt"
+for p in $phases; do
+  case $p in
+    selftest) run selftest 150 $V selftest --device cuda ;;
+    tests) run cuda_tests 200 python3 -m pytest tests/test_measure_cuda.py -m cuda -v -p no:cacheprovider -W ignore ;;
+    bare) run bare_loop 240 python3 benchmarks/gpu/bare_loop.py --rounds 2 --out "$L/bare_loop.json" ;;
+    profile) run profile_auto 150 $V profile vit-b/16 resnet50 --device cuda --precision bf16 --mode infer,train \
+               --batch-size auto --max-batch-size 1024 --runs 2 --format csv -o "$L/profile_auto.csv" ;;
+    compile) run compile 150 $V profile vit-s/16 --device cuda --precision bf16 --batch-size 64 --compile --runs 1 \
+               --format csv -o "$L/compile.csv" ;;
+    launcher) run launcher_gpus 120 $V sweep --model vit-ti/16,resnet18 --batch-size 8 --stages analytic,measured \
+                --device cuda --launcher gpus --out /tmp/sweep-gpus --runs 1 ;;
+    calibrate) run calibrate 300 $V calibrate --device cuda --save "$L/gpu_calibration.json" --format json \
+                 -o "$L/calibrate_summary.json" ;;
+    predict) run predict_vs_profile 330 python3 benchmarks/gpu/predict_vs_profile.py --calibration "$CAL" \
+               --out "$L/predict_vs_profile.csv" ;;
+    report) run report 330 $V report --device cuda --runs 2 --out "$L/h100-report" ;;
+    *) echo "unknown phase $p"; exit 2 ;;
+  esac
+done
+phase end

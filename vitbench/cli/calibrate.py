@@ -18,7 +18,7 @@ def register(subparsers) -> None:
         "$XDG_CACHE_HOME/vitbench, else ~/.cache/vitbench), one per CPU, thread count and torch "
         "version, and, with --save FILE, also to FILE to share (predict --calibration FILE).",
     )
-    parser.add_argument("--device", default="cpu", metavar="DEVICE", help="cpu (a GPU is priced by the GPU cost model: `vitbench predict --device h100`)")
+    parser.add_argument("--device", default="cpu", metavar="DEVICE", help="cpu, or cuda: fit the GPU cost model to this GPU's own step times (about 3 minutes; a GPU you do not have is priced by the published fit: `vitbench predict --device h100`)")
     parser.add_argument("--threads", type=thread_count, metavar="N", help="CPU threads (default: all this process may use)")
     parser.add_argument("--precision", type=choice_list("precision", ("fp32", "bf16")), default=["fp32"], metavar="PRECISION", help="fp32 and/or bf16 (comma-separated; default fp32)")
     parser.add_argument("--save", metavar="FILE", help="also write the calibration to FILE")
@@ -33,16 +33,51 @@ def run(args) -> int:
     from vitbench.timemodel.run import check_device
 
     device = check_device(args.device)
-    if device != "cpu":
+    if device not in ("cpu", "cuda"):
         from vitbench.errors import SpecError
 
-        raise SpecError("device", args.device, "only the CPU is calibrated in this version; predict prices GPUs with the GPU cost model (docs/time.md)")
-    if args.save:  # checked before the half-minute run, not after it
+        raise SpecError("device", args.device, "must be cpu or cuda (this machine's GPU); a GPU you do not have is priced "
+                                               "by the GPU cost model's published fit (`vitbench predict --device h100`)")
+    if args.save:  # checked before the run, not after it
         from vitbench.results import check_output_path
 
         check_output_path(args.save, "--save")
+    if device == "cuda":
+        return _run_cuda(args)
     print("vitbench: calibrating the CPU (about 30 s)", file=sys.stderr, flush=True)
     calibration = calibrate("cpu", args.threads, tuple(args.precision))
+    paths = [save(calibration)]
+    if args.save:
+        paths.append(save(calibration, args.save))
+    row = summary(calibration)
+    row["path"] = str(paths[0])
+    row["file_bytes"] = Path(paths[0]).stat().st_size
+    if args.save:
+        row["saved_to"] = str(paths[1])
+    emit(args, [row])
+    return 0
+
+
+def _run_cuda(args) -> int:
+    from pathlib import Path
+
+    from vitbench.timemodel.gpu_calibration import SUITE, calibrate_gpu, save, summary
+
+    if args.threads is not None or args.precision != ["fp32"]:
+        from vitbench.errors import SpecError
+
+        raise SpecError("threads" if args.threads is not None else "precision",
+                        args.threads if args.threads is not None else ",".join(args.precision),
+                        "is for --device cpu (a GPU calibration measures its own suite: fp32, TF32 and bf16)")
+    import torch
+
+    if not torch.cuda.is_available():
+        from vitbench.errors import SpecError
+
+        raise SpecError("device", "cuda", "no CUDA device here: a GPU calibration is measured on the GPU")
+    print(f"vitbench: calibrating this GPU on {len(SUITE)} configurations (a few minutes)", file=sys.stderr, flush=True)
+    calibration = calibrate_gpu(on_progress=None if getattr(args, "quiet", False) else
+                                lambda line: print(line, file=sys.stderr, flush=True))
     paths = [save(calibration)]
     if args.save:
         paths.append(save(calibration, args.save))

@@ -91,6 +91,7 @@ class GpuProfile:
     params_from: str                     # the generation whose fit the parameters are
     fitted_on: str = ""                  # what that fit used
     validation: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    calibrated_on: str = ""              # the card a calibration on the device was measured on
 
     # what the CPU path's Calibration offers the callers
     basis = "gpu-model"
@@ -106,6 +107,8 @@ class GpuProfile:
 
     @property
     def label(self) -> str:
+        if self.calibrated_on:
+            return f"gpu-model:{self.spec.key} (calibrated on {self.calibrated_on})"
         borrowed = "" if self.params_from == self.spec.generation else f", {self.params_from}'s parameters"
         return f"gpu-model:{self.spec.key} ({self.spec.generation}{borrowed})"
 
@@ -203,9 +206,13 @@ def kernel_times(table: OpTable, spec: GpuSpec, params: GenerationParams, tf32: 
     bandwidth = spec.bandwidth_bytes_s * params.bandwidth_eff
     peak_fp32 = spec.peak_flops("float32", tf32) or 1.0
     peaks = np.array([peak_fp32, spec.peak_flops("float16") or peak_fp32, spec.peak_flops("bfloat16") or peak_fp32])
+    # cuDNN runs float32 convolutions on TF32 tensor cores unless told not to
+    # (torch.backends.cudnn.allow_tf32 is True by default); matrix products only with --precision tf32
+    conv_fp32 = spec.peak_flops("float32", True) or peak_fp32
+    peak = np.where((table.kind == CONV) & (table.low_precision == 0), conv_fp32, peaks[table.low_precision])
     eff = np.select([table.kind == GEMM, table.kind == CONV, table.kind == ATTENTION],
                     [params.gemm_eff, params.conv_eff, params.attention_eff], 1.0)
-    rate = peaks[table.low_precision] * eff * _wave(table.m, table.n, spec.sms) * (table.k / (table.k + params.k_half))
+    rate = peak * eff * _wave(table.m, table.n, spec.sms) * (table.k / (table.k + params.k_half))
     with np.errstate(divide="ignore", invalid="ignore"):
         compute = np.where(rate > 0, table.flops / np.where(rate > 0, rate, 1.0), 0.0)
     dram = table.bytes / bandwidth

@@ -140,10 +140,13 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
     if isinstance(calibration, Calibration):
         return calibration, warnings
     if device != "cpu":
-        if calibration is not None:
-            raise SpecError("calibration", str(calibration), f"is a CPU calibration; --device {device} is priced by the "
-                                                               "GPU cost model (leave --calibration out)")
-        return gpu_profile(device), warnings
+        return _gpu_pricing(device, calibration), warnings
+    if calibration is not None and not isinstance(calibration, Calibration):
+        from vitbench.timemodel.gpu_calibration import GpuCalibration, is_gpu_calibration
+
+        if isinstance(calibration, GpuCalibration) or is_gpu_calibration(calibration):
+            raise SpecError("calibration", str(calibration), "is a GPU calibration; --device cpu needs a CPU one "
+                                                               "(`vitbench calibrate`)")
     needed = {PRECISION_DTYPES[p] for p in precisions if p in PRECISION_DTYPES}
     if calibration is not None:
         try:
@@ -178,6 +181,42 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
         warnings.append(warning("calibration-not-saved", f"calibration not saved to {path}: {reason}",
                                 "it is made again on the next prediction; make the cache folder writable"))
     return made, warnings
+
+
+def _gpu_pricing(device: str, calibration: Any) -> Any:
+    """The GPU profile for ``device``: from a GPU calibration given (a
+    :class:`~vitbench.timemodel.gpu_calibration.GpuCalibration` or its file), else for ``cuda``
+    this card's calibration in the cache when there is one, else the published fit."""
+    from vitbench.timemodel import gpu_calibration
+
+    if calibration is not None:
+        if isinstance(calibration, gpu_calibration.GpuCalibration):
+            found = calibration
+        else:
+            if os.path.isfile(calibration) and not gpu_calibration.is_gpu_calibration(calibration):
+                raise SpecError("calibration", str(calibration), f"is not a GPU calibration (a CPU calibration?); --device "
+                                                                   f"{device} needs one made by `vitbench calibrate --device cuda` "
+                                                                   "on that GPU, or none")
+            try:
+                found = gpu_calibration.load(calibration)
+            except CalibrationError as exc:
+                raise CalibrationError(f"--calibration={str(calibration)!r}: refused ({exc})") from None
+        profile = gpu_profile(device)
+        if found.device != profile.spec.key:
+            raise SpecError("calibration", str(calibration), f"was made on {found.device_name} ({found.device}); "
+                                                               f"--device {device} is {profile.spec.name}")
+        return found.profile()
+    profile = gpu_profile(device)
+    if device == "cuda":
+        import torch
+
+        path = gpu_calibration.cache_path(torch.cuda.get_device_name(), torch.__version__)
+        if path.exists():
+            try:
+                return gpu_calibration.load(path).profile()
+            except CalibrationError:
+                return profile
+    return profile
 
 
 def _check_dtypes(calibration: Calibration, needed: set[str]) -> None:
@@ -249,6 +288,11 @@ def error_band(profile: Any, model: str, mode: str) -> dict[str, Any]:
     held out of fitting when this GPU was not measured."""
     from vitbench.timemodel.families import family
 
+    if getattr(profile, "calibrated_on", ""):
+        band = profile.validation.get("calibration", {})
+        return {"pred_error_median": band.get("median"), "pred_error_p90": band.get("p90"),
+                "pred_error_basis": f"the fit's residuals on this card's calibration (n={band.get('n')}); "
+                                    "not an error on held-out models"}
     bands = (profile.validation or {}).get(mode, {})
     kind = family(model)
     device = profile.spec.key

@@ -1,0 +1,133 @@
+"""A GPU calibration (``vitbench calibrate --device cuda``): its file, how predict uses it, what it
+refuses, and that the fit finds parameters that reproduce step times made with known ones. The
+measuring itself needs a GPU: tests/test_measure_cuda.py and benchmarks/gpu/probe.sh."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+
+import vitbench
+from vitbench.errors import SpecError
+from vitbench.timemodel.calibration import CalibrationError
+from vitbench.timemodel.gpu_calibration import SUITE, GpuCalibration, load, observation, percentile, save
+from vitbench.timemodel.gpu_fit import Stacked, fit
+from vitbench.timemodel.gpu_model import profile_for
+from vitbench.timemodel.gpus import gpu
+
+
+def _calibration(device: str = "h100", **params) -> GpuCalibration:
+    spec = gpu(device)
+    values = {**dataclasses.asdict(profile_for(spec).params), **params}
+    return GpuCalibration(device=spec.key, device_name=spec.name, torch="2.15.0", vitbench=vitbench.__version__,
+                          params=values, start_from="ada", observations=[{"model": "x"}] * 12,
+                          fit_error_median=0.04, fit_error_p90=0.09, start_error_median=0.3)
+
+
+def test_file_round_trip_and_prediction_with_it(tmp_path):
+    slower = _calibration(gemm_eff=profile_for(gpu("h100")).params.gemm_eff / 4)
+    path = save(slower, tmp_path / "cal.json")
+    assert load(path) == slower
+    published, = vitbench.predict("vit-b/16", device="h100", batch_size=64, precision="bf16")
+    calibrated, = vitbench.predict("vit-b/16", device="h100", batch_size=64, precision="bf16", calibration=path)
+    assert calibrated["pred_basis"] == "gpu-model:h100 (calibrated on H100 SXM)" != published["pred_basis"]
+    # a quarter of the matrix products' efficiency: ViT-B/16 at batch 64 is mostly matrix products
+    assert calibrated["pred_linear_s"] == pytest.approx(4 * published["pred_linear_s"], rel=0.05)
+    assert calibrated["pred_latency_s"] > 1.5 * published["pred_latency_s"]
+    assert calibrated["pred_error_median"] == 0.04 and calibrated["pred_error_p90"] == 0.09
+    assert "residuals" in calibrated["pred_error_basis"] and "n=12" in calibrated["pred_error_basis"]
+
+
+def test_another_cards_calibration_is_refused(tmp_path):
+    path = save(_calibration("a100"), tmp_path / "a100.json")
+    with pytest.raises(SpecError, match="made on .*a100.*--device h100") as caught:
+        vitbench.predict("vit-ti/16", device="h100", calibration=path)
+    assert caught.value.field == "calibration"
+
+
+def test_a_gpu_calibration_is_not_a_cpu_one(tmp_path):
+    path = save(_calibration(), tmp_path / "gpu.json")
+    with pytest.raises(SpecError, match="is a GPU calibration") as caught:
+        vitbench.predict("vit-ti/16", device="cpu", calibration=path)
+    assert caught.value.field == "calibration"
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda d: d.update(kind="something"), "not a GPU calibration"),
+    (lambda d: d.update(format=99), "format 99"),
+    (lambda d: d["params"].update(gemm_eff=50.0), r"params.gemm_eff=50.0 is outside its bounds"),
+    (lambda d: d["params"].pop("k_half"), "params must name exactly"),
+    (lambda d: d["params"].update(host_train_s="fast"), "host_train_s='fast'"),
+])
+def test_damaged_files_are_refused_with_the_reason(tmp_path, change, match):
+    data = json.loads(_calibration().to_json())
+    change(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(CalibrationError, match=match):
+        load(path)
+
+
+def test_a_file_that_is_not_a_calibration_is_refused_by_predict(tmp_path):
+    path = tmp_path / "cpu.json"
+    path.write_text('{"schema_version": 2}')
+    with pytest.raises(SpecError, match="not a GPU calibration") as caught:
+        vitbench.predict("vit-ti/16", device="h100", calibration=path)
+    assert caught.value.field == "calibration"
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--device", "h100"), "device='h100': must be cpu or cuda"),
+    (("--device", "tpu"), "device='tpu': unknown device"),
+])
+def test_calibrate_cli_refuses_in_one_line(args, message):
+    done = subprocess.run([sys.executable, "-m", "vitbench", "calibrate", *args], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_calibrate_cuda_without_a_gpu_is_one_line():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    done = subprocess.run([sys.executable, "-m", "vitbench", "calibrate", "--device", "cuda"], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "vitbench: error: device='cuda': no CUDA device here: a GPU calibration is measured on the GPU"
+
+
+def test_suite_spans_the_kinds_of_work_and_leaves_the_judged_models_out():
+    models = {m for m, *_ in SUITE}
+    assert {mode for _, mode, _, _ in SUITE} == {"infer", "train"}
+    assert {p for *_, p in SUITE} == {"fp32", "tf32", "bf16"}
+    assert {b for _, _, b, _ in SUITE} >= {1, 128}
+    judged = {"vit-b/16", "vit-l/16", "resnet50", "resnet101", "timm:convnext_tiny", "timm:swin_tiny_patch4_window7_224"}
+    assert not models & judged
+
+
+def test_the_fit_recovers_step_times_made_with_known_parameters():
+    """Step times made by the cost model with parameters unlike the starting ones: the fit
+    reproduces them (it has the same model; what it cannot know is which parameters made them)."""
+    spec = gpu("h100")
+    start = profile_for(spec).params
+    hidden = dataclasses.replace(start, gemm_eff=start.gemm_eff * 0.6, bandwidth_eff=start.bandwidth_eff * 0.8,
+                                 host_train_s=start.host_train_s * 2 + 5e-6)
+    cases = [(m, mode, b, "bf16") for m in ("vit-ti/16", "resnet18") for mode in ("infer", "train") for b in (1, 64)]
+    observations = [observation(*case, 1.0, spec) for case in cases]
+    made = Stacked(observations).latencies(hidden)
+    observations = [dataclasses.replace(o, measured_s=float(t)) for o, t in zip(observations, made)]
+    before = [abs(p / m - 1) for p, m in zip(Stacked(observations).latencies(start), made)]
+    fitted = fit(observations, start)
+    after = [abs(p / m - 1) for p, m in zip(Stacked(observations).latencies(fitted), made)]
+    assert max(before) > 0.1
+    assert max(after) < 0.01
+
+
+def test_percentile_is_linear_between_order_statistics():
+    assert percentile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.5
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 0.9) == pytest.approx(4.6)
+    assert percentile([7.0], 0.9) == 7.0
