@@ -104,7 +104,7 @@ def test_suite_spans_the_kinds_of_work_and_leaves_the_judged_models_out():
     models = {m for m, *_ in SUITE}
     assert {mode for _, mode, _, _ in SUITE} == {"infer", "train"}
     assert {p for *_, p in SUITE} == {"fp32", "tf32", "bf16"}
-    assert {b for _, _, b, _ in SUITE} >= {1, 128}
+    assert {b for _, _, b, _ in SUITE} >= {1, 256}
     judged = {"vit-b/16", "vit-l/16", "resnet50", "resnet101", "timm:convnext_tiny", "timm:swin_tiny_patch4_window7_224"}
     assert not models & judged
 

@@ -29,7 +29,10 @@ def test_cuda_timing_memory_and_environment():
     assert r["peak_memory_bytes"] >= 16 * n
     assert r["peak_reserved_bytes"] >= r["peak_memory_bytes"]
     if r.get("mem_params_bytes") is not None:  # the profiler's breakdown, when available
-        assert r["mem_params_bytes"] + r["mem_grads_bytes"] + r["mem_optimizer_bytes"] == 16 * n
+        assert r["mem_params_bytes"] == 4 * n and r["mem_optimizer_bytes"] == 8 * n
+        # the most gradient bytes live at once: every parameter's, and on CUDA (seen on an H100)
+        # a few kB more while a broadcast parameter's gradient is reduced
+        assert 4 * n <= r["mem_grads_bytes"] <= 4 * n + max(p.numel() for p in _tiny_parameters()) * 4
     assert r["throughput_img_s"] == pytest.approx(8 / r["latency_p50_s"])
 
 
@@ -44,15 +47,28 @@ def test_cuda_oom_is_a_row_and_memory_is_released():
     assert torch.cuda.memory_allocated() <= before + 2**20  # nothing of the failed run is pinned
 
 
+def _tiny_parameters():
+    from vitbench.models import build_model
+
+    return list(build_model(TINY).parameters())
+
+
 def test_cuda_auto_batch_under_a_cap():
+    from vitbench.measure.oom import cpu_headroom
+
     cap = 256 * 2**20
+    torch.cuda.empty_cache()
+    held = torch.cuda.memory_reserved()
     r = measure(TINY, RunSettings(**{**FAST, "batch_size": "auto", "memory_limit_bytes": cap, "max_batch_size": 1 << 14}))
     assert r["status"] == "ok", r["error"]
     # starts from the memory model (validated on the CPU: on CUDA it may step down), measures,
     # and the allocator's peak stays within the cap
     assert r["auto_method"] == "plan" and r["batch_size_plan"] >= r["batch_size"] >= 1
     assert r["auto_attempts"][-1] == [r["batch_size"], True]
-    assert r["peak_memory_bytes"] <= cap and r["peak_reserved_bytes"] <= cap
+    # the tensors' peak within the cap; what the allocator reserves within it plus the headroom
+    # (oom.MemoryCap) beyond what the process held before
+    assert r["peak_memory_bytes"] <= cap
+    assert r["peak_reserved_bytes"] <= held + cap + cpu_headroom(cap)
 
 
 def test_cuda_auto_batch_search_pins_the_edge():
@@ -62,9 +78,16 @@ def test_cuda_auto_batch_search_pins_the_edge():
     module.image_size = 32
     r = measure(module, RunSettings(**{**FAST, "batch_size": "auto", "memory_limit_bytes": 256 * 2**20, "max_batch_size": 1 << 14}))
     assert r["status"] == "ok", r["error"]
-    probes = dict((b, ok) for b, ok in r["auto_probes"])
-    found = max(b for b, ok in probes.items() if ok)
-    assert probes.get(found + 1) is False or found == 1 << 14
+    assert r["peak_memory_bytes"] <= 256 * 2**20
+    if r["auto_method"] == "search":  # the memory model could not plan it: the search's probes
+        probes = dict((b, ok) for b, ok in r["auto_probes"])
+        found = max(b for b, ok in probes.items() if ok)
+        assert probes.get(found + 1) is False or found == 1 << 14
+    else:  # planned by the memory model (seen on an H100 for this module), measured at most one step down
+        from vitbench.measure.single import step_down
+
+        assert r["auto_method"] == "plan" and r["auto_probes"] == []
+        assert r["batch_size"] in (min(r["batch_size_plan"], 1 << 14), step_down(min(r["batch_size_plan"], 1 << 14)))
 
 
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])

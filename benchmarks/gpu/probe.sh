@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # vitbench on a lent GPU, in phases named on the command line (all of them by default):
-#   selftest tests bare profile compile launcher calibrate predict report
+#   memprobe selftest tests bare profile compile launcher calibrate predict report
 # Each phase has its own time limit and its log under $OUT/gpu/; everything is packed into
 # $OUT/gpu.tar.gz at the end (the device tool brings back at most 8 files).
 #   bash benchmarks/gpu/probe.sh selftest tests bare calibrate
@@ -13,9 +13,9 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH=${PYTHONPATH:-$PWD}
 OUT=${OUT:-/tmp/out}
-L=$OUT/gpu
-mkdir -p "$L"
-pack() { tar -czf "$OUT/gpu.tar.gz" -C "$OUT" gpu && echo "packed $(du -sh "$OUT/gpu.tar.gz" | cut -f1)"; }
+L=/tmp/gpu-logs/gpu   # packed into $OUT/gpu.tar.gz: the tool brings back at most 8 files
+mkdir -p "$L" "$OUT"
+pack() { tar -czf "$OUT/gpu.tar.gz" -C /tmp/gpu-logs gpu && echo "packed $(du -sh "$OUT/gpu.tar.gz" | cut -f1)"; }
 trap pack EXIT
 V="python3 -m vitbench"
 CAL=${CAL:-$L/gpu_calibration.json}
@@ -29,7 +29,7 @@ run() {  # run NAME SECONDS COMMAND...: the command's output to $L/NAME.txt, its
   echo "    $name: rc=$rc in $((SECONDS - t0)) s" | tee -a "$L/phases.txt"
   tail -n 25 "$L/$name.txt"
 }
-phases=${*:-selftest tests bare profile compile launcher calibrate predict report}
+phases=${*:-memprobe selftest tests bare profile compile launcher calibrate predict report}
 phase env
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv
   python3 -c "import torch,timm,transformers,fvcore;print('torch',torch.__version__,'cuda',torch.version.cuda,'timm',timm.__version__,'transformers',transformers.__version__)"
@@ -37,6 +37,7 @@ phase env
 cat "$L/env.txt"
 for p in $phases; do
   case $p in
+    memprobe) run memory_probe 90 python3 benchmarks/gpu/memory_probe.py ;;
     selftest) run selftest 150 $V selftest --device cuda ;;
     tests) run cuda_tests 200 python3 -m pytest tests/test_measure_cuda.py -m cuda -v -p no:cacheprovider -W ignore ;;
     bare) run bare_loop 240 python3 benchmarks/gpu/bare_loop.py --rounds 2 --out "$L/bare_loop.json" ;;

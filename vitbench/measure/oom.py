@@ -90,8 +90,12 @@ class MemoryCap:
     :meth:`applied`. The level is fixed at creation, so memory that earlier blocks freed but the
     C allocator kept cannot be reused beyond it.
 
-    CUDA: ``torch.cuda.set_per_process_memory_fraction((reserved + limit) / total)`` (the caching
-    allocator raises ``OutOfMemoryError`` past it; what it reserves bounds what it allocates).
+    CUDA: ``torch.cuda.set_per_process_memory_fraction((reserved + limit + headroom) / total)``
+    (the caching allocator raises ``OutOfMemoryError`` past it). The fraction bounds what the
+    allocator *reserves*: segments of 2 and 20 MiB and rounded large blocks, which can
+    exceed the tensors' peak by a large fraction, so a cap at the limit itself would fail
+    batches whose tensors fit. The same headroom as on the CPU applies, and the tensors' peak
+    (``max_memory_allocated``) is checked against the limit itself.
     CPU (Linux): the soft ``RLIMIT_DATA`` at the data size (VmData) plus the limit plus
     ``cpu_headroom(limit)`` (the CPU allocator then fails with "can't allocate memory", oneDNN
     with "could not create a primitive"). RLIMIT_DATA counts mappings, not tensors: the C
@@ -138,7 +142,7 @@ class MemoryCap:
         self.rebase()
 
     def _allowance(self) -> int:
-        if self.device.startswith("cuda") or not self.headroom:
+        if not self.headroom:
             return self.limit_bytes
         return self.limit_bytes + cpu_headroom(self.limit_bytes)
 

@@ -94,7 +94,10 @@ def time_steps(
 
     1. ``warmup`` steps, then synchronise (compilation, allocator and autotuning settle here).
     2. One timed step estimates the step time; a sample is then enough steps to last
-       ``min_sample_s`` (default: 1% of ``min_run_time_s``, at least 5 ms).
+       ``min_sample_s`` (default: 1% of ``min_run_time_s``, at least 5 ms; on CUDA
+       ``min_run_time_s / (2 x min_samples)``: each sample starts from a synchronised, empty
+       queue, so the host's dispatch that a back-to-back loop hides behind the previous step's
+       kernels shows in every sample; a sample of several steps hides it as such a loop does).
     3. Samples are taken until at least ``min_run_time_s`` of them and ``min_samples`` samples.
 
     ``clock`` (an object with ``block(run, steps) -> seconds``) defaults to the device's clock.
@@ -104,7 +107,7 @@ def time_steps(
     synchronize(device)
     estimate = clock.block(run, 1)
     if min_sample_s is None:
-        min_sample_s = max(0.005, min_run_time_s / 100)
+        min_sample_s = max(0.005, min_run_time_s / (2 * min_samples) if device.startswith("cuda") else min_run_time_s / 100)
     steps = sample_size(estimate, min_sample_s)
     samples: list[float] = []
     cpu_samples: list[float] = []

@@ -5,7 +5,7 @@ fitted per architecture generation on published measurements; a card of a genera
 fit borrows another's. On the card itself they can be fitted to its own step times:
 
 1. every configuration of :data:`SUITE` (small ViTs, ResNets, a ConvNeXt and an EfficientNet,
-   batch 1 to 128, inference and training, fp32 / TF32 / bf16; never one of the models that
+   batch 1 to 256, inference and training, fp32 / TF32 / bf16; never one of the models that
    ``benchmarks/gpu/predict_vs_profile.py`` judges the result on) is measured in this process
    with the CUDA harness (:func:`vitbench.measure.profile.measure`: warm-up, CUDA events,
    median step), and traced on fake CUDA tensors (the CUDA autocast policy);
@@ -37,8 +37,8 @@ KIND = "vitbench-gpu-calibration"
 SUITE: tuple[tuple[str, str, int, str], ...] = tuple(
     [(model, mode, batch, "bf16")
      for model in ("vit-ti/16", "vit-s/32", "resnet18", "resnet34", "timm:convnext_atto", "timm:efficientnet_b0")
-     for mode in ("infer", "train") for batch in (1, 32, 128)]
-    + [(model, mode, 32, precision)
+     for mode in ("infer", "train") for batch in (1, 32, 256)]
+    + [(model, mode, 128, precision)
        for model in ("vit-ti/16", "resnet18", "timm:convnext_atto")
        for mode in ("infer", "train") for precision in ("fp32", "tf32")]
 )
