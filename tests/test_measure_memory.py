@@ -101,3 +101,22 @@ def test_auto_batch_is_rejected_for_a_single_pass():
 
     with pytest.raises(SpecError, match="batch_size"):
         peak_memory(SMALL_VIT, RunSettings(device="cpu", batch_size="auto"))
+
+
+def test_cublas_workspace_formula_follows_pytorchs_defaults_and_the_environment():
+    from vitbench.measure.budget import cuda_workspace_bytes
+
+    # PyTorch's documented defaults: ":4096:8" from Hopper on, ":4096:2:16:8" before; 1 MiB cuBLASLt
+    assert cuda_workspace_bytes("train", True, {}) == 2 * 4096 * 8 * 1024 + 1024 * 1024
+    assert cuda_workspace_bytes("infer", False, {}) == (4096 * 2 + 16 * 8) * 1024 + 1024 * 1024
+    assert cuda_workspace_bytes("infer", True, {"CUBLAS_WORKSPACE_CONFIG": ":16:8", "CUBLASLT_WORKSPACE_SIZE": "0"}) == 16 * 8 * 1024
+
+
+def test_cpu_runs_have_no_device_overhead_and_no_workspace_column():
+    from vitbench.measure.budget import device_overhead_bytes, prediction_columns
+    from vitbench.measure.target import resolve_measured
+    from vitbench.settings import RunSettings
+
+    assert device_overhead_bytes("cpu", "train") == 0
+    columns = prediction_columns(resolve_measured("vit-ti/16"), RunSettings(device="cpu", mode="train"), 4, "cpu")
+    assert set(columns) == {"pred_peak_memory_bytes"} and columns["pred_peak_memory_bytes"] > 0

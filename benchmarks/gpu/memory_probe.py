@@ -24,12 +24,15 @@ def main() -> None:
     from vitbench.measure.workload import build_workload
     from vitbench.settings import RunSettings
 
-    for batch in (356, 762):
-        r = measure(TINY_VIT, RunSettings(device="cuda", mode="train", batch_size=batch, runs=1, min_run_time_s=0.05,
-                                          warmup=2, memory=True))
-        print(json.dumps({k: r.get(k) for k in ("batch_size", "peak_memory_bytes", "peak_reserved_bytes",
-                                                "pred_peak_memory_bytes", "peak_composition", "mem_grads_bytes",
-                                                "mem_params_bytes")}), flush=True)
+    for mode, batch, precision in (("train", 356, "fp32"), ("train", 762, "fp32"), ("infer", 356, "fp32"),
+                                   ("infer", 762, "bf16"), ("train", 356, "bf16")):
+        r = measure(TINY_VIT, RunSettings(device="cuda", mode=mode, batch_size=batch, precision=precision, runs=1,
+                                          min_run_time_s=0.05, warmup=2, memory=True))
+        composition = sum((r.get("peak_composition") or {}).values())
+        print(json.dumps({"mode": mode, "precision": precision, "beside_tensors": r.get("peak_memory_bytes", 0) - composition,
+                          **{k: r.get(k) for k in ("batch_size", "peak_memory_bytes", "peak_reserved_bytes",
+                                                   "pred_peak_memory_bytes", "pred_workspace_bytes", "peak_composition")}}),
+              flush=True)
     workload = build_workload(TINY_VIT, RunSettings(device="cuda", mode="train", batch_size=8), 8, "cuda")
     workload.run(2)
     sizes = {p.numel() * 4: name for name, p in workload.model.named_parameters()}

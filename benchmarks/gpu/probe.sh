@@ -51,7 +51,7 @@ for p in $phases; do
                  -o "$L/calibrate_summary.json" ;;
     predict) run predict_vs_profile 330 python3 benchmarks/gpu/predict_vs_profile.py --calibration "$CAL" \
                --out "$L/predict_vs_profile.csv" ;;
-    report) run report 330 $V report --device cuda --runs 2 --out "$L/h100-report" ;;
+    report) run report ${REPORT_S:-330} $V report --device cuda --runs ${REPORT_RUNS:-2} --out "$L/h100-report" ;;
     *) echo "unknown phase $p"; exit 2 ;;
   esac
 done

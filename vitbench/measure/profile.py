@@ -61,7 +61,7 @@ def measure(model: Any, settings: RunSettings | None = None) -> dict[str, Any]:
         record.update(roof)
         from vitbench.measure.budget import prediction_columns
 
-        record.update(prediction_columns(target, run_settings, record["batch_size"]))
+        record.update(prediction_columns(target, run_settings, record["batch_size"], record["device"]))
     used = threads or state.get("machine_cpus") or 1
     record["warnings"] = unique_warnings(
         thread_warnings, state_warnings(state, used), list(target.notes), record.get("warnings"), extra,

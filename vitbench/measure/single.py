@@ -242,7 +242,7 @@ def measure_auto(target, settings: RunSettings, device: str, cap, budget: int | 
     from vitbench.measure.budget import planned_batch
 
     warnings: list[dict[str, str]] = []
-    planned = planned_batch(target, settings, budget) if budget is not None else None
+    planned = planned_batch(target, settings, budget, device) if budget is not None else None
     record["batch_size_plan"] = planned
     probes: list[list[Any]] = []
     attempts: list[list[Any]] = []
