@@ -85,11 +85,13 @@ def test_cuda_auto_batch_search_pins_the_edge():
         probes = dict((b, ok) for b, ok in r["auto_probes"])
         found = max(b for b, ok in probes.items() if ok)
         assert probes.get(found + 1) is False or found == 1 << 14
-    else:  # planned by the memory model (seen on an H100 for this module), measured at most one step down
-        from vitbench.measure.single import step_down
-
+    else:  # planned from the step traced on fake tensors (so on an H100), then stepped down while
+        # the measured peak exceeds the cap: cuDNN's convolution workspaces are not in the plan
+        # (on an H100: plan 8152, measured at 6495)
         assert r["auto_method"] == "plan" and r["auto_probes"] == []
-        assert r["batch_size"] in (min(r["batch_size_plan"], 1 << 14), step_down(min(r["batch_size_plan"], 1 << 14)))
+        assert 1 <= r["batch_size"] <= min(r["batch_size_plan"], 1 << 14)
+        assert r["auto_attempts"][-1] == [r["batch_size"], True]
+        assert all(not ok for _, ok in r["auto_attempts"][:-1])
 
 
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])

@@ -24,8 +24,15 @@ def main() -> None:
     from vitbench.measure.workload import build_workload
     from vitbench.settings import RunSettings
 
-    for mode, batch, precision in (("train", 356, "fp32"), ("train", 762, "fp32"), ("infer", 356, "fp32"),
-                                   ("infer", 762, "bf16"), ("train", 356, "bf16")):
+    import sys
+
+    cases = (("train", 356, "fp32"), ("train", 762, "fp32"), ("infer", 356, "fp32"), ("infer", 762, "bf16"),
+             ("train", 356, "bf16"))
+    # `memory_probe.py infer`: the inference cases alone, in a process that never trained (a
+    # training step's backward thread keeps its own cuBLAS workspace for the process's life)
+    if sys.argv[1:] == ["infer"]:
+        cases = tuple(c for c in cases if c[0] == "infer")
+    for mode, batch, precision in cases:
         r = measure(TINY_VIT, RunSettings(device="cuda", mode=mode, batch_size=batch, precision=precision, runs=1,
                                           min_run_time_s=0.05, warmup=2, memory=True))
         composition = sum((r.get("peak_composition") or {}).values())
@@ -33,6 +40,8 @@ def main() -> None:
                           **{k: r.get(k) for k in ("batch_size", "peak_memory_bytes", "peak_reserved_bytes",
                                                    "pred_peak_memory_bytes", "pred_workspace_bytes", "peak_composition")}}),
               flush=True)
+    if sys.argv[1:] == ["infer"]:
+        return
     workload = build_workload(TINY_VIT, RunSettings(device="cuda", mode="train", batch_size=8), 8, "cuda")
     workload.run(2)
     sizes = {p.numel() * 4: name for name, p in workload.model.named_parameters()}

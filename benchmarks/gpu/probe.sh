@@ -38,6 +38,7 @@ cat "$L/env.txt"
 for p in $phases; do
   case $p in
     memprobe) run memory_probe 90 python3 benchmarks/gpu/memory_probe.py ;;
+    memprobe-infer) run memory_probe_infer 60 python3 benchmarks/gpu/memory_probe.py infer ;;
     selftest) run selftest 150 $V selftest --device cuda ;;
     tests) run cuda_tests 200 python3 -m pytest tests/test_measure_cuda.py -m cuda -v -p no:cacheprovider -W ignore ;;
     bare) run bare_loop 240 python3 benchmarks/gpu/bare_loop.py --rounds 2 --out "$L/bare_loop.json" ;;
