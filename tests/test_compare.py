@@ -494,3 +494,54 @@ def test_workflow_gates_against_the_committed_baseline():
         " -o benchmarks/baselines/results-baseline.csv", " -o current.csv"
     )
     assert any("--benchmark-compare-fail=median:10%" in s for s in steps)
+
+
+# --------------------------------------------------------------------------- JUnit XML
+
+
+def _junit(path):
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(path).getroot()
+    (suite,) = root.findall("testsuite")
+    cases = {(c.get("classname"), c.get("name")): c for c in suite.findall("testcase")}
+    return root, suite, cases
+
+
+def test_junit_report_has_one_case_per_configuration_and_metric_and_fails_the_regression(tmp_path, capsys):
+    base = write(tmp_path / "base.csv", [measured(), measured(model="vit-s/16", seed=3)])
+    cur = write(tmp_path / "cur.csv", [measured(params=5_717_416 + 192), measured(model="vit-s/16", seed=4)])
+    code, out, _ = run_cli(capsys, base, cur, "--fail-on", "params:0,macs:0", "-o", tmp_path / "gate.xml")
+    assert code == 1 and out == ""
+    root, suite, cases = _junit(tmp_path / "gate.xml")
+    assert root.tag == "testsuites" and suite.get("tests") == "4" and suite.get("failures") == "1"
+    failed = [(key, case) for key, case in cases.items() if case.find("failure") is not None]
+    assert len(failed) == 1
+    (configuration, metric), case = failed[0]
+    assert metric == "params" and "vit-ti/16" in configuration and "vit-s/16" not in configuration
+    failure = case.find("failure")
+    assert failure.get("type") == "REGRESSION" and "+192" in failure.get("message") and "params:0" in failure.get("message")
+    assert {m for _, m in cases} == {"params", "macs"}
+
+
+def test_junit_passing_gate_has_no_failures_and_names_the_rules(tmp_path, capsys):
+    base = write(tmp_path / "base.json", [measured()])
+    code, out, _ = run_cli(capsys, base, base, "--fail-on", "macs:0", "--format", "junit")
+    assert code == 0
+    path = tmp_path / "stdout.xml"
+    path.write_text(out)
+    _, suite, cases = _junit(path)
+    assert suite.get("failures") == "0" and len(cases) == 1
+    properties = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert properties["rules"] == "macs:0" and properties["summary"]
+
+
+def test_junit_lists_a_missing_configuration_as_a_gate_failure(tmp_path, capsys):
+    base = write(tmp_path / "base.csv", [measured(), measured(model="vit-s/16")])
+    cur = write(tmp_path / "cur.csv", [measured()])
+    code, _, _ = run_cli(capsys, base, cur, "--fail-on", "macs:0", "-o", tmp_path / "gate.xml")
+    assert code == 1
+    _, suite, cases = _junit(tmp_path / "gate.xml")
+    gate = [c for (cls, _), c in cases.items() if cls == "vitbench.gate"]
+    assert len(gate) == 1 and "missing" in gate[0].find("failure").get("message")
+    assert "vit-s/16" in gate[0].find("failure").text

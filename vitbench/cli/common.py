@@ -133,7 +133,8 @@ def resolve_format(args: argparse.Namespace) -> None:
     from pathlib import Path
 
     suffix = Path(args.output).suffix.lower() if getattr(args, "output", None) else ""
-    args.format = FORMAT_OF_SUFFIX.get(suffix, getattr(args, "default_format", "table"))
+    formats = getattr(args, "suffix_formats", None) or FORMAT_OF_SUFFIX
+    args.format = formats.get(suffix, getattr(args, "default_format", "table"))
 
 
 def emit(args: argparse.Namespace, records, columns=None) -> None:

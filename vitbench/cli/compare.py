@@ -62,10 +62,14 @@ def register(subparsers) -> None:
         action="store_true",
         help="pass when a ruled metric is absent from one side (warned, not failing)",
     )
-    parser.add_argument("--format", choices=FORMATS, default=None,
-                        help="output format (default: from the -o file's suffix, .csv/.json/.md, else table)")
+    parser.add_argument("--format", choices=(*FORMATS, "junit"), default=None,
+                        help="output format: junit is JUnit XML for CI test reports, one test case per "
+                             "configuration and metric (default: from the -o file's suffix, .csv/.json/.md/.xml, "
+                             "else table)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
-    parser.set_defaults(handler=run, default_format="table")
+    from vitbench.cli.common import FORMAT_OF_SUFFIX
+
+    parser.set_defaults(handler=run, default_format="table", suffix_formats={**FORMAT_OF_SUFFIX, ".xml": "junit"})
 
 
 def run(args) -> int:

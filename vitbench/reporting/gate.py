@@ -100,9 +100,57 @@ def _notes(result: CompareResult) -> list[tuple[str, list[str]]]:
     return notes
 
 
+def render_junit(result: CompareResult) -> str:
+    """JUnit XML for CI systems that read test reports: one ``testcase`` per configuration
+    (``classname``) and ruled metric (``name``); a failing verdict (REGRESSION, MISSING, INVALID) is a
+    ``failure`` whose message is the verdict, the change and the rules it broke; ``n/a`` is
+    ``skipped``; the gate's own failures (configurations missing from the current results, ruled
+    metrics one side lacks) are test cases of class ``vitbench.gate``."""
+    import xml.etree.ElementTree as ET
+
+    cases = []
+    for row in result.rows:
+        if not row.rules and not row.failed:  # a metric no rule checks is information, not a test
+            continue
+        case = ET.Element("testcase", classname=row.configuration, name=row.metric, time="0")
+        detail = (f"baseline {row.baseline!r}, current {row.current!r}, change {row.change_text or 'n/a'}, "
+                  f"rules {', '.join(row.rules) or 'none'}"
+                  + (f", p={row.p_value:.3g}" if row.p_value is not None else "") + (f"; {row.note}" if row.note else ""))
+        if row.failed:
+            broken = f" (broke {', '.join(row.failed_rules)})" if row.failed_rules else ""
+            failure = ET.SubElement(case, "failure", message=f"{row.verdict}: {row.metric} {row.change_text}{broken}".strip(),
+                                    type=row.verdict)
+            failure.text = detail
+        elif row.verdict == "n/a":
+            ET.SubElement(case, "skipped", message=row.note or "nothing to compare")
+        else:
+            ET.SubElement(case, "system-out").text = f"{row.verdict}: {detail}"
+        cases.append(case)
+    for index, reason in enumerate(result.failures):
+        case = ET.Element("testcase", classname="vitbench.gate", name=f"gate-{index + 1}", time="0")
+        failure = ET.SubElement(case, "failure", message=reason, type="GATE")
+        if result.removed and "missing" in reason:
+            failure.text = "missing from current: " + "; ".join(result.removed)
+        cases.append(case)
+    failures = sum(1 for c in cases if c.find("failure") is not None)
+    skipped = sum(1 for c in cases if c.find("skipped") is not None)
+    counts = dict(tests=str(len(cases)), failures=str(failures), errors="0", skipped=str(skipped))
+    suites = ET.Element("testsuites", name="vitbench compare", **counts)
+    suite = ET.SubElement(suites, "testsuite", name="vitbench compare", **counts)
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (("summary", summary_line(result)), ("rules", " ".join(str(r) for r in result.rules)),
+                        ("alpha", f"{result.alpha:g}"), ("key_columns", ",".join(result.key_columns))):
+        ET.SubElement(properties, "property", name=name, value=value)
+    suite.extend(cases)
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
 def render(result: CompareResult, fmt: str = "table") -> str:
-    """The comparison as ``table`` (terminal), ``markdown`` (pull-request comment), ``json`` or
-    ``csv`` (one row per configuration and metric, raw values)."""
+    """The comparison as ``table`` (terminal), ``markdown`` (pull-request comment), ``json``,
+    ``csv`` (one row per configuration and metric, raw values) or ``junit`` (JUnit XML)."""
+    if fmt == "junit":
+        return render_junit(result)
     if fmt == "json":
         return json.dumps({**result.as_dict(), "summary": summary_line(result)}, indent=2, default=str) + "\n"
     if fmt == "csv":
