@@ -8,6 +8,8 @@ import multiprocessing
 import shutil
 from pathlib import Path
 
+import pytest
+
 import vitbench
 from vitbench.gate import compare
 from vitbench.specs import ViTSpec
@@ -33,9 +35,18 @@ def _predict(spec, calibration):
                             calibration=calibration)
 
 
-def test_predicted_time_is_identical_on_a_loaded_machine(tmp_path):
-    calibration = shutil.copy(CALIBRATION, tmp_path / "calibration.json")
-    quiet = _predict(BASE, calibration)
+@pytest.fixture(scope="module")
+def calibration(tmp_path_factory):
+    return shutil.copy(CALIBRATION, tmp_path_factory.mktemp("gate") / "calibration.json")
+
+
+@pytest.fixture(scope="module")
+def baseline(calibration):
+    return _predict(BASE, calibration)
+
+
+def test_predicted_time_is_identical_on_a_loaded_machine(calibration, baseline):
+    quiet = baseline
     busy = [multiprocessing.Process(target=_burn, args=(30.0,)) for _ in range(2)]
     for process in busy:
         process.start()
@@ -50,9 +61,7 @@ def test_predicted_time_is_identical_on_a_loaded_machine(tmp_path):
     assert compare(quiet, loaded, ["pred_latency_s:+2%"]).exit_code == 0
 
 
-def test_two_percent_more_work_fails_the_predicted_time_gate(tmp_path):
-    calibration = shutil.copy(CALIBRATION, tmp_path / "calibration.json")
-    baseline = _predict(BASE, calibration)
+def test_two_percent_more_work_fails_the_predicted_time_gate(calibration, baseline):
     # one more block of 40: 2.5% more MACs, and as many more kernels
     deeper = _predict(ViTSpec(**{**BASE.__dict__, "depth": 41}), calibration)
     assert all(1.02 < d["macs"] / b["macs"] < 1.03 for b, d in zip(baseline, deeper))
