@@ -1,0 +1,100 @@
+"""The gate at its boundaries: the cases mutation testing found untested (issue: a codebase the
+next engineer can change safely). Expected values are computed here independently (scipy's
+Welch test on the logarithms, the rules' arithmetic by hand), never read back from the gate."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+from scipy import stats
+
+from vitbench.gate import RuleError, compare, parse_rules
+from vitbench.measure.stats import MIN_RUNS
+
+BASE_RUNS = [0.0100, 0.0104, 0.0097, 0.0103, 0.0099]
+
+
+def record(run_medians=None, model="vit-ti/16", **values):
+    """One result row; with ``run_medians`` also the per-run columns a ``--runs N`` row has."""
+    row = {"model": model, "img_size": 224, "batch_size": 8, "device": "cpu", "mode": "infer", "precision": "fp32",
+           "status": "ok", "params": 1000, "macs": 8000}
+    if run_medians is not None:
+        samples = [m for m in run_medians for _ in range(3)]
+        row.update(runs=len(run_medians), run_medians_s=list(run_medians), run_samples_s=[[m] * 3 for m in run_medians],
+                   samples_s=samples, n_samples=len(samples), latency_p50_s=statistics.median(samples))
+    row.update(values)
+    return row
+
+
+def verdict(result, metric):
+    (row,) = [r for r in result.rows if r.metric == metric]
+    return row
+
+
+def welch_p(base, current, margin):
+    """p of H0 "current is at most ``margin`` times base": one-sided Welch on the logarithms."""
+    log_b = [math.log(x) - math.log(margin) for x in current]
+    return stats.ttest_ind(log_b, [math.log(x) for x in base], equal_var=False, alternative="greater").pvalue
+
+
+def test_a_slowdown_beyond_the_threshold_but_not_beyond_the_noise_is_not_significant():
+    slower = [m * 1.07 for m in BASE_RUNS]
+    row = verdict(compare([record(BASE_RUNS)], [record(slower)], ["latency_p50:+5%"]), "latency_p50_s")
+    # the test is against the rule's margin (1.05), not against no change at all
+    assert row.p_value == pytest.approx(welch_p(BASE_RUNS, slower, 1.05), rel=1e-9)
+    assert row.p_value > 0.1 and welch_p(BASE_RUNS, slower, 1.0) < 0.01
+    assert row.verdict == "not significant"
+
+
+def test_alpha_given_through_the_api_decides():
+    slower = [m * 1.07 for m in BASE_RUNS]
+    p = welch_p(BASE_RUNS, slower, 1.05)
+    assert 0.05 < p < 0.2
+    assert verdict(compare([record(BASE_RUNS)], [record(slower)], ["latency_p50:+5%"], alpha=0.2), "latency_p50_s").verdict == "REGRESSION"
+    assert verdict(compare([record(BASE_RUNS)], [record(slower)], ["latency_p50:+5%"], alpha=0.05), "latency_p50_s").verdict == "not significant"
+
+
+def test_exactly_min_runs_a_side_is_tested_and_one_fewer_is_not():
+    assert MIN_RUNS == 2
+    base, slower = [0.0100, 0.0101], [0.0200, 0.0202]
+    row = verdict(compare([record(base)], [record(slower)], ["latency_p50:+5%"]), "latency_p50_s")
+    assert row.p_value == pytest.approx(welch_p(base, slower, 1.05), rel=1e-9) and row.verdict == "REGRESSION"
+    assert (row.runs_baseline, row.runs_current) == (2, 2)
+    one = verdict(compare([record([0.0100])], [record([0.0200])], ["latency_p50:+5%"]), "latency_p50_s")
+    assert one.p_value is None and "significance not assessed" in one.note and one.verdict == "REGRESSION"
+
+
+@pytest.mark.parametrize("current, expected", [(95.0, "ok"), (94.99, "REGRESSION"), (100.0, "ok"), (120.0, "ok")])
+def test_a_throughput_drop_of_exactly_the_threshold_passes(current, expected):
+    """throughput:-5% fails a drop of *more than* 5%: 100 -> 95 is exactly 5%."""
+    result = compare([record(throughput_img_s=100.0)], [record(throughput_img_s=current)], ["throughput:-5%"])
+    assert verdict(result, "throughput_img_s").verdict == expected
+
+
+@pytest.mark.parametrize("params, expected", [(980, "ok"), (1000, "ok"), (1010, "ok"), (1011, "REGRESSION"), (1020, "REGRESSION")])
+def test_an_unsigned_relative_rule_fails_only_in_the_metrics_bad_direction(params, expected):
+    """params:1%: more parameters is the bad direction; a 2% decrease passes, 1% more is the edge."""
+    result = compare([record(params=1000)], [record(params=params)], ["params:1%"])
+    assert verdict(result, "params").verdict == expected
+
+
+@pytest.mark.parametrize("rule", ["macs:1e999", "macs:+1e999%", "macs:nan", "macs:-inf"])
+def test_a_threshold_that_is_not_a_finite_number_is_refused(rule):
+    with pytest.raises(RuleError, match=r"--fail-on='macs:"):
+        parse_rules([rule])
+
+
+@pytest.mark.parametrize("current, expected", [(0, "ok"), (10, "REGRESSION")])
+def test_a_relative_rule_at_a_zero_baseline_fails_any_growth(current, expected):
+    """+5% of nothing is nothing: from 0, any growth breaks macs:+5%."""
+    result = compare([record(macs=0)], [record(macs=current)], ["macs:+5%"])
+    assert verdict(result, "macs").verdict == expected
+
+
+def test_repeated_rows_with_value_zero_compare_as_zero():
+    rows = [record(macs=0), record(macs=0)]
+    result = compare(rows, rows, ["macs:0"])
+    assert result.exit_code == 0
+    assert all(r.baseline == 0 and r.current == 0 for r in result.rows if r.metric == "macs")
