@@ -29,7 +29,7 @@ LAYERS = (
     ("vitbench.measure",),
     ("vitbench.timemodel",),
     ("vitbench.sweeps",),
-    ("vitbench.gate", "vitbench.claims"),
+    ("vitbench.gate", "vitbench.claims", "vitbench.history"),
     ("vitbench.reporting",),
     ("vitbench.api", "vitbench.studies"),
     ("vitbench.cli", "vitbench.__main__"),

@@ -28,6 +28,7 @@ COMMANDS = (
     "plan",
     "report",
     "compare",
+    "history",
     "audit",
 )
 

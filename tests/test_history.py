@@ -1,0 +1,174 @@
+"""`vitbench history`: results over commits, the commits where a metric changed, the trend report,
+and a store that concurrent writers and a torn line cannot damage."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import multiprocessing
+import random
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+from vitbench.history import add, changes, commits, read
+from vitbench.results import write_csv
+
+MACS_COMMIT, TIME_COMMIT = 7, 13
+
+
+def synthetic(seed: int, n: int = 20) -> list[tuple[str, str, str, list[dict]]]:
+    """``n`` commits of two configurations, 5 runs each with about 1% noise per run; from commit
+    7 ViT-Ti/16 has 3% more MACs, from commit 13 ResNet-18's step is 8% slower."""
+    rng = random.Random(seed)
+    start = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+    history = []
+    for i in range(n):
+        commit = f"{i:02d}{rng.getrandbits(152):038x}"
+        rows = []
+        for model, macs, step in (("vit-ti/16", 1_258_219_008, 0.0100), ("resnet18", 1_818_554_368, 0.0080)):
+            if model == "vit-ti/16" and i >= MACS_COMMIT:
+                macs = round(macs * 1.03)
+            if model == "resnet18" and i >= TIME_COMMIT:
+                step *= 1.08
+            runs = [step * (1 + rng.gauss(0, 0.01)) for _ in range(5)]
+            median = statistics.median(runs)
+            rows.append({"model": model, "img_size": 224, "batch_size": 8, "device": "cpu", "mode": "infer",
+                         "precision": "fp32", "status": "ok", "macs": macs * 8, "params": 5_717_416,
+                         "latency_p50_s": median, "throughput_img_s": 8 / median, "runs": 5, "run_medians_s": runs})
+        history.append((commit, (start + dt.timedelta(hours=i)).isoformat(), f"commit {i}", rows))
+    return history
+
+
+def _as_history_rows(history):
+    return [{**r, "history_commit": c, "history_date": d, "history_message": m, "history_entry": c, "history_added_at": d}
+            for c, d, m, rows in history for r in rows]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_twenty_commit_history_names_the_commit_of_each_change(seed):
+    history = _as_history_rows(synthetic(seed))
+    found = {(c.metric, c.configuration.split()[0], c.first.message, c.last_good.message) for c in changes(history)}
+    assert found == {
+        ("macs", "vit-ti/16", f"commit {MACS_COMMIT}", f"commit {MACS_COMMIT - 1}"),
+        ("latency_p50_s", "resnet18", f"commit {TIME_COMMIT}", f"commit {TIME_COMMIT - 1}"),
+        ("throughput_img_s", "resnet18", f"commit {TIME_COMMIT}", f"commit {TIME_COMMIT - 1}"),
+    }
+    (macs,) = [c for c in changes(history) if c.metric == "macs"]
+    assert macs.rel_change == pytest.approx(0.03, abs=1e-9) and macs.p_value is None
+    (slower,) = [c for c in changes(history) if c.metric == "latency_p50_s"]
+    assert 0.06 < slower.rel_change < 0.10 and slower.p_value < 0.001
+
+
+def test_noise_alone_is_no_change():
+    rng = random.Random(11)
+    history = []
+    for i in range(20):
+        runs = [0.01 * (1 + rng.gauss(0, 0.01)) for _ in range(5)]
+        history.append({"model": "vit-ti/16", "batch_size": 8, "status": "ok", "latency_p50_s": statistics.median(runs),
+                        "run_medians_s": runs, "macs": 100, "history_commit": f"c{i:02d}",
+                        "history_date": f"2026-11-01T{i:02d}:00:00+00:00", "history_added_at": "x"})
+    assert changes(history) == []
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "vitbench", "history", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+
+
+def test_the_cli_adds_commits_reports_trends_and_hints_the_bisect(tmp_path):
+    store = tmp_path / "history"
+    history = synthetic(0)
+    for i, (commit, date, message, rows) in enumerate(history):
+        write_csv(rows, tmp_path / f"r{i}.csv")
+        if i % 2:  # the API and the CLI write the same store
+            add(store, tmp_path / f"r{i}.csv", commit=commit, date=date, branch="main", message=message)
+        else:
+            done = _cli("add", tmp_path / f"r{i}.csv", "--store", store, "--commit", commit, "--date", date,
+                        "--branch", "main", "--message", message, "--format", "json")
+            assert done.returncode == 0, done.stderr
+            assert json.loads(done.stdout)["records"][0]["rows"] == 2
+    listed = _cli("list", "--store", store, "--format", "json")
+    assert [c["message"] for c in json.loads(listed.stdout)["records"]] == [f"commit {i}" for i in range(20)]
+    done = _cli("report", "--store", store, "--out", tmp_path / "report", "--bisect-hint")
+    assert done.returncode == 0, done.stderr
+    macs_commit, time_commit = history[MACS_COMMIT][0], history[TIME_COMMIT][0]
+    assert f"git bisect start {macs_commit} {history[MACS_COMMIT - 1][0]}" in done.stdout
+    assert f"git bisect start {time_commit} {history[TIME_COMMIT - 1][0]}" in done.stdout
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert f"`{macs_commit[:10]}`" in text and f"`{time_commit[:10]}`" in text
+    plots = sorted(p.name for p in (tmp_path / "report").glob("trend-*.png"))
+    assert "trend-latency-p50-s-resnet18-224px-b8-cpu-infer-fp32.png" in plots and len(plots) == 8
+    assert all(f"]({name})" in text for name in plots)
+    shown = _cli("show", "--store", store, "--commit", time_commit[:6], "--format", "json")
+    assert {r["history_commit"] for r in json.loads(shown.stdout)["records"]} == {time_commit}
+
+
+def test_the_commit_comes_from_git_when_not_given(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q", "-b", "feature"], cwd=repo, check=True)
+    (repo / "f").write_text("1")
+    subprocess.run([*git, "add", "f"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first change"], cwd=repo, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+    write_csv(synthetic(0)[0][3], tmp_path / "r.csv")
+    done = _cli("add", tmp_path / "r.csv", "--store", tmp_path / "h", "--format", "json", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    (commit,) = commits(read(tmp_path / "h"))
+    assert (commit.commit, commit.branch, commit.message) == (head, "feature", "first change")
+
+
+def _add_many(store, rows, worker):
+    for i in range(10):
+        add(store, rows, commit=f"w{worker}-{i}", date=f"2026-11-0{worker + 1}T{i:02d}:00:00+00:00")
+
+
+def test_concurrent_writers_lose_nothing_and_a_torn_line_is_skipped(tmp_path):
+    store = tmp_path / "h"
+    rows = synthetic(0)[0][3]
+    workers = [multiprocessing.Process(target=_add_many, args=(store, rows, w)) for w in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    assert [w.exitcode for w in workers] == [0, 0, 0]
+    assert len(read(store)) == 3 * 10 * 2 and len(commits(read(store))) == 30
+    with open(store / "rows.jsonl", "ab") as fh:  # a kill in the middle of a write
+        fh.write(b'{"model": "torn", "history_commit": "x')
+    assert len(read(store)) == 60
+    add(store, rows, commit="after", date="2026-11-09T00:00:00+00:00")
+    assert len(read(store)) == 62
+
+
+@pytest.mark.parametrize("args, message", [
+    (("add", "{missing}", "--commit", "abc", "--store", "{store}"), "missing.csv"),
+    (("add", "{results}", "--commit", "abc", "--date", "yesterday", "--store", "{store}"), "date='yesterday': must be an ISO 8601 date"),
+    (("add", "{results}", "--commit", "a b", "--store", "{store}"), "commit='a b': must be a commit id"),
+    (("add", "{results}", "--store", "{store}"), "commit=None: not in a git checkout here"),
+    (("report", "--store", "{store}", "--alpha", "2"), "--alpha='2': must be between 0 and 1"),
+    (("list", "--store", "{sweep}"), "is a results store, not a history"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    write_csv(synthetic(0)[0][3], tmp_path / "r.csv")
+    sweep = tmp_path / "sweep"
+    from vitbench.sweeps.store import Store
+
+    with Store.open(sweep, sweep={"name": "s", "fingerprint": "f"}) as handle:
+        handle.add({"id": "1", "model": "m", "status": "ok"})
+    values = {"missing": tmp_path / "missing.csv", "store": tmp_path / "h", "results": tmp_path / "r.csv", "sweep": sweep}
+    done = _cli(*(a.format(**values) for a in args), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_show_needs_a_known_unique_commit(tmp_path):
+    for commit, date, _, rows in synthetic(0)[:3]:
+        add(tmp_path / "h", rows, commit=commit, date=date)
+    done = _cli("show", "--store", tmp_path / "h", "--commit", "zz")
+    assert done.returncode == 2 and "commit='zz': names no commit of the history" in done.stderr
+    done = _cli("show", "--store", tmp_path / "h", "--commit", "0")
+    assert done.returncode == 2 and "is the prefix of 3 commits" in done.stderr

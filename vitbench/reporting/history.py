@@ -1,0 +1,118 @@
+"""The trend report of a history (``vitbench history report``): report.md, one PNG per metric and
+configuration over commits (the median, the runs' spread as a band, each change's first commit
+marked), changes.csv, commits.csv. Formatting lives here; the numbers come from
+:mod:`vitbench.history`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from vitbench.reporting.format import markdown_escape
+from vitbench.units import binary_bytes, seconds
+
+#: plots drawn at most (series with a change first); the rest are listed
+MAX_PLOTS = 60
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:80] or "series"
+
+
+def _value(metric: str, value: float) -> str:
+    if metric.endswith("_s"):
+        return seconds(value)
+    if metric.endswith("_bytes"):
+        return binary_bytes(value)
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:.4g}"
+
+
+def plot_series(one: Any, changes: Sequence[Any], path: Path) -> None:
+    """One series: median per commit, the runs' min-max band, changes as dashed lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = list(range(len(one.points)))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(xs) + 2), 3.6))
+    try:
+        lows = [min(p.runs) for p in one.points]
+        highs = [max(p.runs) for p in one.points]
+        ax.fill_between(xs, lows, highs, alpha=0.25, label="spread (min-max of runs)", step=None)
+        ax.plot(xs, [p.value for p in one.points], marker="o", markersize=3, label="median")
+        index = {p.commit.commit: i for i, p in enumerate(one.points)}
+        for change in changes:
+            at = index.get(change.first.commit)
+            if at is not None:
+                label = f"change at {change.first.short}"
+                if change.rel_change is not None:
+                    label += f" ({change.rel_change:+.1%})"
+                ax.axvline(at - 0.5, linestyle="--", color="tab:red", label=label)
+        ax.set_xticks(xs, [p.commit.short[:8] for p in one.points], rotation=90, fontsize=7)
+        ax.set_xlabel("commit (oldest first)")
+        ax.set_ylabel(one.metric)
+        ax.set_title(f"{one.metric}: {one.configuration}", fontsize=9)
+        ax.legend(fontsize=7, loc="best")
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
+
+
+def write_report(out: str | Path, rows: Sequence[dict[str, Any]], metrics: Sequence[str] | None = None,
+                 alpha: float = 0.001, min_change: float = 0.02, title: str = "vitbench history") -> dict[str, Any]:
+    """Write the trend report of history ``rows`` into ``out``; returns paths and the changes."""
+    from vitbench.history.changes import changes as find_changes
+    from vitbench.history.changes import series
+    from vitbench.history.store import commits
+    from vitbench.results import atomic_write_text, write_csv
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    ordered = commits(rows)
+    all_series = series(rows, metrics)
+    found = find_changes(rows, metrics, alpha, min_change)
+    by_series: dict[tuple[str, str], list[Any]] = {}
+    for change in found:
+        by_series.setdefault((change.configuration, change.metric), []).append(change)
+    ranked = sorted(all_series, key=lambda s: ((s.configuration, s.metric) not in by_series, s.metric, s.configuration))
+    plots = []
+    for one in ranked[:MAX_PLOTS]:
+        path = out / f"trend-{_slug(one.metric)}-{_slug(one.configuration)}.png"
+        plot_series(one, by_series.get((one.configuration, one.metric), []), path)
+        plots.append((one, path.name))
+    write_csv([c.as_record() for c in found], out / "changes.csv")
+    write_csv([c.as_record() for c in ordered], out / "commits.csv")
+    lines = [f"# {title}", "",
+             f"{len(ordered)} commits, {len(rows)} rows, {len(all_series)} series (metric x configuration). "
+             f"Oldest {ordered[0].short} ({ordered[0].date}), newest {ordered[-1].short} ({ordered[-1].date})."
+             if ordered else "An empty history.", ""]
+    lines += ["## Changes", ""]
+    if found:
+        lines += ["| first commit | date | message | metric | configuration | before | after | change | p | bisect |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for c in found:
+            change = f"{c.rel_change:+.2%}" if c.rel_change is not None else "from 0"
+            p = "exact" if c.p_value is None else f"{c.p_value:.2g}"
+            lines.append(f"| `{c.first.short}` | {c.first.date[:19]} | {markdown_escape(c.first.message)} | {c.metric} | "
+                         f"{markdown_escape(c.configuration)} | {_value(c.metric, c.before)} | {_value(c.metric, c.after)} | "
+                         f"{change} | {p} | `git bisect start {c.first.short} {c.last_good.short}` |")
+    else:
+        lines.append("No change found.")
+    lines += ["", f"<sub>Exact counts (MACs, parameters) change at any commit whose value differs. Other metrics: "
+              f"PELT change points of the log median over commits, kept when the level moved by at least "
+              f"{min_change:.0%} and beyond the noise between commits (Bonferroni-adjusted p < {alpha:g}); a level "
+              "must last two commits (docs/gate.md).</sub>", "", "## Trends", ""]
+    for one, name in plots:
+        lines += [f"### {one.metric}: {markdown_escape(one.configuration)}", "", f"![{one.metric} over commits]({name})", ""]
+    if len(ranked) > MAX_PLOTS:
+        lines += [f"{len(ranked) - MAX_PLOTS} more series without a change are not drawn (changes.csv and the history "
+                  "hold their numbers).", ""]
+    atomic_write_text(out / "report.md", "\n".join(lines) + "\n")
+    return {"report": str(out / "report.md"), "plots": len(plots), "changes": found, "commits": len(ordered)}
+
+
+__all__ = ["MAX_PLOTS", "plot_series", "write_report"]
