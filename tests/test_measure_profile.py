@@ -206,6 +206,7 @@ def test_auto_batch_size_search_without_a_memory_model():
 
 
 @in_fresh_process
+@pytest.mark.slow  # 5-7 s: kept in CI's slow phase so the default suite stays under 3 minutes
 def test_auto_batch_size_of_a_model_without_a_formula_starts_from_its_traced_plan():
     """A model no formula covers gets the batch `vitbench plan` traces for it (issue: five
     identical runs of a traced model chose 91, 59, 84, 85 and 104 by searching under a noisy cap,

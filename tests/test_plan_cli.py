@@ -247,6 +247,7 @@ def test_a_reference_with_a_replayed_spec_says_whose_module_was_replayed():
     assert [w["code"] for w in row["warnings"]] == ["memory-equivalent-module"] and "vitbench's equivalent vit module" in row["warnings"][0]["message"]
 
 
+@pytest.mark.slow  # 5-7 s: kept in CI's slow phase so the default suite stays under 3 minutes
 def test_plan_records_api_traces_what_the_replay_does_not_cover_like_the_cli(capsys):
     """The tracing fallback is the library's, not the command's: the API gives the number the
     command prints for a model without a memory formula."""

@@ -435,6 +435,7 @@ def test_hf_multimodal_type_points_to_its_image_encoder():
         resolve("hf:clip")
 
 
+@pytest.mark.slow  # 5-7 s: kept in CI's slow phase so the default suite stays under 3 minutes
 def test_a_model_without_a_formula_has_one_number_per_quantity_and_the_gate_sees_it(tmp_path, monkeypatch, capsys):
     """params and macs are filled from the module and the dispatch counter (with their
     sources), so the default gate catches a change in a model vitbench has no formula for."""
