@@ -149,7 +149,7 @@ def test_concurrent_writers_lose_nothing_and_a_torn_line_is_skipped(tmp_path):
     (("add", "{results}", "--commit", "abc", "--date", "yesterday", "--store", "{store}"), "date='yesterday': must be an ISO 8601 date"),
     (("add", "{results}", "--commit", "a b", "--store", "{store}"), "commit='a b': must be a commit id"),
     (("add", "{results}", "--store", "{store}"), "commit=None: not in a git checkout here"),
-    (("report", "--store", "{store}", "--alpha", "2"), "--alpha='2': must be between 0 and 1"),
+    (("report", "--store", "{store}", "--alpha", "2"), "argument --alpha: must be between 0 and 1 (or 0% and 100%), got '2'"),
     (("list", "--store", "{sweep}"), "is a results store, not a history"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):

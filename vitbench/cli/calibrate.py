@@ -27,8 +27,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from pathlib import Path
-
     from vitbench.timemodel.calibration import calibrate, save, summary
     from vitbench.timemodel.run import check_device
 
@@ -46,6 +44,13 @@ def run(args) -> int:
         return _run_cuda(args)
     print("vitbench: calibrating the CPU (about 30 s)", file=sys.stderr, flush=True)
     calibration = calibrate("cpu", args.threads, tuple(args.precision))
+    return _save_and_emit(args, calibration, save, summary)
+
+
+def _save_and_emit(args, calibration, save, summary) -> int:
+    """Save ``calibration`` to the cache (and ``--save FILE``), print its summary row."""
+    from pathlib import Path
+
     paths = [save(calibration)]
     if args.save:
         paths.append(save(calibration, args.save))
@@ -59,8 +64,6 @@ def run(args) -> int:
 
 
 def _run_cuda(args) -> int:
-    from pathlib import Path
-
     from vitbench.timemodel.gpu_calibration import SUITE, calibrate_gpu, save, summary
 
     if args.threads is not None or args.precision != ["fp32"]:
@@ -78,13 +81,4 @@ def _run_cuda(args) -> int:
     print(f"vitbench: calibrating this GPU on {len(SUITE)} configurations (a few minutes)", file=sys.stderr, flush=True)
     calibration = calibrate_gpu(on_progress=None if getattr(args, "quiet", False) else
                                 lambda line: print(line, file=sys.stderr, flush=True))
-    paths = [save(calibration)]
-    if args.save:
-        paths.append(save(calibration, args.save))
-    row = summary(calibration)
-    row["path"] = str(paths[0])
-    row["file_bytes"] = Path(paths[0]).stat().st_size
-    if args.save:
-        row["saved_to"] = str(paths[1])
-    emit(args, [row])
-    return 0
+    return _save_and_emit(args, calibration, save, summary)

@@ -282,3 +282,14 @@ def add_run_arguments(parser: argparse.ArgumentParser, fields: Iterable[str] | N
 def run_settings_from(args: argparse.Namespace) -> dict[str, Any]:
     """The run-setting flags given -> {RunSettings field: value} (lists for the list flags)."""
     return {key[len("run_"):]: value for key, value in vars(args).items() if key.startswith("run_") and value is not None}
+
+
+def unit_fraction(text: str) -> float:
+    """An argparse type: a number strictly between 0 and 1, or a percentage (``2%``)."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (or 0% and 100%), got {text!r}")
+    return value

@@ -6,17 +6,7 @@ from __future__ import annotations
 
 import sys
 
-
-def _alpha(text: str) -> float:
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
-    return value
+from vitbench.cli.common import unit_fraction
 
 
 def register(subparsers) -> None:
@@ -48,7 +38,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--alpha",
-        type=_alpha,
+        type=unit_fraction,
         default=DEFAULT_ALPHA,
         help=f"significance level for timing metrics (default {DEFAULT_ALPHA})",
     )

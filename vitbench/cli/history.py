@@ -4,24 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from vitbench.cli.common import add_format_argument, emit
+from vitbench.cli.common import add_format_argument, emit, unit_fraction
 
 DEFAULT_STORE = "vitbench-history"
-
-
-def _fraction(name: str):
-    def parse(text: str) -> float:
-        from vitbench.cli import UsageError
-
-        try:
-            value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
-        except ValueError:
-            raise UsageError(f"--{name}={text!r}: expected a number") from None
-        if not 0 < value < 1:
-            raise UsageError(f"--{name}={text!r}: must be between 0 and 1 (or 0% and 100%)")
-        return value
-
-    return parse
 
 
 def register(subparsers) -> None:
@@ -71,8 +56,8 @@ def register(subparsers) -> None:
     report.add_argument("--out", metavar="DIR", help="report directory (default: DIR/report of the store)")
     report.add_argument("--metric", metavar="M1,M2", help="metrics (default: macs, params, latency_p50_s, "
                         "throughput_img_s, peak_memory_bytes, pred_latency_s where present)")
-    report.add_argument("--alpha", type=_fraction("alpha"), default=0.001, help="significance for measured metrics (default 0.001)")
-    report.add_argument("--min-change", type=_fraction("min-change"), default=0.02, metavar="FRACTION",
+    report.add_argument("--alpha", type=unit_fraction, default=0.001, help="significance for measured metrics (default 0.001)")
+    report.add_argument("--min-change", type=unit_fraction, default=0.02, metavar="FRACTION",
                         help="smallest level shift reported for measured metrics (default 0.02 = 2%%)")
     report.add_argument("--bisect-hint", action="store_true", help="print `git bisect start FIRST LAST` for each change")
     report.add_argument("-q", "--quiet", action="store_true", help="print nothing but the hints and errors")
