@@ -102,6 +102,9 @@ def test_the_cli_adds_commits_reports_trends_and_hints_the_bisect(tmp_path):
     plots = sorted(p.name for p in (tmp_path / "report").glob("trend-*.png"))
     assert "trend-latency-p50-s-resnet18-224px-b8-cpu-infer-fp32.png" in plots and len(plots) == 8
     assert all(f"]({name})" in text for name in plots)
+    page = (tmp_path / "report" / "report.html").read_text()
+    assert page.count("<img") == len(plots) == page.count('src="data:image/png;base64,')
+    assert "<table>" in page and f"<code>{time_commit[:10]}</code>" in page
     shown = _cli("show", "--store", store, "--commit", time_commit[:6], "--format", "json")
     assert {r["history_commit"] for r in json.loads(shown.stdout)["records"]} == {time_commit}
 
@@ -172,3 +175,14 @@ def test_show_needs_a_known_unique_commit(tmp_path):
     assert done.returncode == 2 and "commit='zz': names no commit of the history" in done.stderr
     done = _cli("show", "--store", tmp_path / "h", "--commit", "0")
     assert done.returncode == 2 and "is the prefix of 3 commits" in done.stderr
+
+
+def test_the_html_report_escapes_what_users_wrote(tmp_path):
+    from vitbench.reporting.history import write_report
+
+    history = synthetic(0)
+    rows = _as_history_rows([(c, d, "<script>alert(1)</script> & | pipes" if i == MACS_COMMIT else m, r)
+                             for i, (c, d, m, r) in enumerate(history)])
+    write_report(tmp_path, rows, ["macs"])
+    page = (tmp_path / "report.html").read_text()
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; | pipes" in page

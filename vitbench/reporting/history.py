@@ -1,6 +1,7 @@
-"""The trend report of a history (``vitbench history report``): report.md, one PNG per metric and
-configuration over commits (the median, the runs' spread as a band, each change's first commit
-marked), changes.csv, commits.csv. Formatting lives here; the numbers come from
+"""The trend report of a history (``vitbench history report``): report.md and the same as one
+self-contained report.html (images embedded), one PNG per metric and configuration over commits
+(the median, the runs' spread as a band, each change's first commit marked), changes.csv,
+commits.csv. Formatting lives here; the numbers come from
 :mod:`vitbench.history`."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vitbench.reporting.format import markdown_escape
+from vitbench.reporting.html import text as markdown_escape
 from vitbench.units import binary_bytes, seconds
 
 #: plots drawn at most (series with a change first); the rest are listed
@@ -111,8 +112,13 @@ def write_report(out: str | Path, rows: Sequence[dict[str, Any]], metrics: Seque
     if len(ranked) > MAX_PLOTS:
         lines += [f"{len(ranked) - MAX_PLOTS} more series without a change are not drawn (changes.csv and the history "
                   "hold their numbers).", ""]
-    atomic_write_text(out / "report.md", "\n".join(lines) + "\n")
-    return {"report": str(out / "report.md"), "plots": len(plots), "changes": found, "commits": len(ordered)}
+    from vitbench.reporting.html import document
+
+    markdown_text = "\n".join(lines) + "\n"
+    atomic_write_text(out / "report.md", markdown_text)
+    atomic_write_text(out / "report.html", document(markdown_text, out, title))
+    return {"report": str(out / "report.md"), "html": str(out / "report.html"), "plots": len(plots), "changes": found,
+            "commits": len(ordered)}
 
 
 __all__ = ["MAX_PLOTS", "plot_series", "write_report"]
