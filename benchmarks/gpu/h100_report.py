@@ -131,9 +131,11 @@ def main() -> None:
       "configurations below 1): Hopper borrows Ada's parameters, and this machine's host (a virtual machine, "
       "clocks idling at 345 MHz between small kernels) dispatches far slower than the desktop CPUs behind "
       "timm's files: ViT-Ti inference at batch 1 takes 6.8 ms. Calibrating on the card halves the median error, "
-      "but not the 90th percentile: the suite's small, host-bound steps pull the per-kernel times to their "
-      "bounds (`kernel_tail_s`, `launch_floor_s` at 30 us), which then over-predicts the large GPU-bound steps "
-      "(ResNet-101 inference x1.77). A calibration suite weighted towards large batches is the next step. "
+      "but not the 90th percentile, and the fit is degenerate: the suite's small, host-bound steps push "
+      "the per-kernel times near their upper bounds (`kernel_tail_s` 28 us, `launch_floor_s` 30 us) and the "
+      "matrix-product and attention efficiencies to theirs (1.5), with convolutions at 0.25 to compensate, "
+      "which over-predicts the large convolutional steps (ResNet-101 inference x1.77). A calibration suite "
+      "weighted towards large batches, and a host term measured apart from the kernels, are the next steps. "
       "MFU for fp32 rows is against the fp32 (non-tensor-core) peak, but cuDNN runs fp32 convolutions on TF32 by "
       "default, so the ResNets' fp32 MFU (0.70) overstates.\n")
     w("## 4. Memory: predicted vs the allocator's peak\n")
