@@ -14,7 +14,8 @@ import pytest
 import vitbench
 from vitbench.errors import SpecError
 from vitbench.timemodel.calibration import CalibrationError
-from vitbench.timemodel.gpu_calibration import SUITE, GpuCalibration, load, observation, percentile, save
+from vitbench.measure.stats import quantile
+from vitbench.timemodel.gpu_calibration import SUITE, GpuCalibration, load, observation, save
 from vitbench.timemodel.gpu_fit import Stacked, fit
 from vitbench.timemodel.gpu_model import profile_for
 from vitbench.timemodel.gpus import gpu
@@ -127,7 +128,7 @@ def test_the_fit_recovers_step_times_made_with_known_parameters():
     assert max(after) < 0.01
 
 
-def test_percentile_is_linear_between_order_statistics():
-    assert percentile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.5
-    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0], 0.9) == pytest.approx(4.6)
-    assert percentile([7.0], 0.9) == 7.0
+def test_the_fits_p90_is_linear_between_order_statistics():
+    assert quantile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.5
+    assert quantile([1.0, 2.0, 3.0, 4.0, 5.0], 0.9) == pytest.approx(4.6)
+    assert quantile([7.0], 0.9) == 7.0

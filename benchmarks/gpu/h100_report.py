@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import statistics
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,12 +26,6 @@ TIMM_FILES = (
     ("RTX PRO 6000 Max-Q (pt291)", "benchmark-infer-amp-nchw-pt291-cu130-pro6000maxq.csv"),
 )
 TIMM_TRAIN = ("RTX 3090 (pt112)", "benchmark-train-amp-nchw-pt112-cu113-rtx3090.csv")
-
-
-def percentile(values: list[float], q: float) -> float:
-    from vitbench.timemodel.gpu_calibration import percentile as p
-
-    return p(values, q)
 
 
 def timm_throughputs(folder: Path | None, name: str, column: str, files) -> dict[str, tuple[float, int]]:

@@ -41,9 +41,9 @@ CASES: tuple[tuple[str, str, int, str], ...] = (
 
 
 def summarise(errors: list[float]) -> dict[str, float]:
-    from vitbench.timemodel.gpu_calibration import percentile
+    from vitbench.measure.stats import quantile
 
-    return {"n": len(errors), "median": statistics.median(errors), "p90": percentile(errors, 0.9)}
+    return {"n": len(errors), "median": statistics.median(errors), "p90": quantile(errors, 0.9)}
 
 
 def main() -> int:

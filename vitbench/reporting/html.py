@@ -23,9 +23,11 @@ _MIME = {".png": "image/png", ".svg": "image/svg+xml", ".jpg": "image/jpeg", ".j
 
 
 def text(value: object) -> str:
-    """User text for a markdown table cell or line that becomes HTML: ``&``, ``<``, ``>`` as
-    entities, a pipe escaped, a line break a space."""
-    return html.escape(str(value), quote=False).replace("|", "\\|").replace("\n", " ")
+    """User text for a markdown table cell or line that becomes HTML: the report's markdown
+    escaper (:func:`vitbench.reporting.format.markdown_escape`) over ``&``, ``<``, ``>`` as entities."""
+    from vitbench.reporting.format import markdown_escape
+
+    return markdown_escape(html.escape(str(value), quote=False))
 
 
 def _embed(match: re.Match, base: Path) -> str:

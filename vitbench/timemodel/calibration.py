@@ -219,9 +219,13 @@ class Calibration:
         return (fit[0], fit[1]) if fit else (self.overhead_s, self.bandwidth_bytes_s)
 
 
+def file_safe(device_name: str) -> str:
+    """A device's name as part of a file name: letters and digits, the rest as dashes."""
+    return "".join(c if c.isalnum() else "-" for c in device_name).strip("-")[:48] or "unknown"
+
+
 def calibration_key(device: str, device_name: str, threads: int, torch_version: str) -> str:
-    safe = "".join(c if c.isalnum() else "-" for c in device_name).strip("-")[:48] or "unknown"
-    return f"{device}-{safe}-t{threads}-torch{torch_version.split('+')[0]}"
+    return f"{device}-{file_safe(device_name)}-t{threads}-torch{torch_version.split('+')[0]}"
 
 
 def cache_dir() -> Path:

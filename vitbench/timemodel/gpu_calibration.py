@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vitbench.timemodel.calibration import CalibrationError, cache_dir
+from vitbench.timemodel.calibration import CalibrationError, cache_dir, file_safe
 
 FORMAT = 1
 KIND = "vitbench-gpu-calibration"
@@ -42,6 +42,10 @@ SUITE: tuple[tuple[str, str, int, str], ...] = tuple(
        for model in ("vit-ti/16", "resnet18", "timm:convnext_atto")
        for mode in ("infer", "train") for precision in ("fp32", "tf32")]
 )
+
+
+class NotAGpuCalibration(CalibrationError):
+    """A readable file that is not a GPU calibration (a CPU one, another JSON)."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,7 @@ class GpuCalibration:
         except json.JSONDecodeError as exc:
             raise CalibrationError(f"not JSON ({exc.msg} at line {exc.lineno})") from None
         if not isinstance(data, dict) or data.get("kind") != KIND:
-            raise CalibrationError("not a GPU calibration (vitbench calibrate --device cuda makes one)")
+            raise NotAGpuCalibration("not a GPU calibration (vitbench calibrate --device cuda makes one)")
         if data.get("format") != FORMAT:
             raise CalibrationError(f"format {data.get('format')!r}, this vitbench reads format {FORMAT}")
         from vitbench.timemodel.gpu_fit import BOUNDS
@@ -108,8 +112,7 @@ class GpuCalibration:
 
 
 def cache_path(device_name: str, torch_version: str) -> Path:
-    safe = "".join(c if c.isalnum() else "-" for c in device_name).strip("-")[:48] or "unknown"
-    return cache_dir() / f"cuda-{safe}-torch{torch_version.split('+')[0]}.json"
+    return cache_dir() / f"cuda-{file_safe(device_name)}-torch{torch_version.split('+')[0]}.json"
 
 
 def save(calibration: GpuCalibration, path: str | os.PathLike | None = None) -> Path:
@@ -129,29 +132,9 @@ def load(path: str | os.PathLike) -> GpuCalibration:
     return GpuCalibration.from_json(text)
 
 
-def is_gpu_calibration(path: str | os.PathLike) -> bool:
-    """Whether the file at ``path`` claims to be a GPU calibration (read no further)."""
-    try:
-        head = Path(path).read_text(encoding="utf-8")[:1 << 20]
-    except (OSError, UnicodeDecodeError):
-        return False
-    return f'"{KIND}"' in head
-
-
 def relative_errors(predicted: Sequence[float], measured: Sequence[float]) -> list[float]:
     """|p / m - 1| for each pair."""
     return [abs(p / m - 1.0) for p, m in zip(predicted, measured)]
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile (0..1), linear between order statistics."""
-    ordered = sorted(values)
-    if not ordered:
-        return math.nan
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def measure_step(model: str, mode: str, batch: int, precision: str, min_run_time_s: float = 0.3,
@@ -196,6 +179,7 @@ def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_ti
 
     from vitbench import __version__
     from vitbench.errors import SpecError
+    from vitbench.measure.stats import quantile
     from vitbench.timemodel.gpu_fit import Stacked, fit
     from vitbench.timemodel.gpu_model import profile_for
     from vitbench.timemodel.gpus import GPU_DEVICES, match_device_name
@@ -232,7 +216,7 @@ def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_ti
         start_from=start.params_from,
         observations=[dict(model=m, mode=mo, batch_size=b, precision=p, measured_s=s, fitted_s=f)
                       for (m, mo, b, p, s), f in zip(kept, after_s)],
-        fit_error_median=statistics.median(after), fit_error_p90=percentile(after, 0.9),
+        fit_error_median=statistics.median(after), fit_error_p90=quantile(after, 0.9),
         start_error_median=statistics.median(before), created=started, seconds=time.time() - started)
 
 
@@ -245,5 +229,5 @@ def summary(calibration: GpuCalibration) -> dict[str, Any]:
             **{f"param_{k}": v for k, v in sorted(calibration.params.items())}}
 
 
-__all__ = ["FORMAT", "GpuCalibration", "SUITE", "cache_path", "calibrate_gpu", "is_gpu_calibration", "load",
-           "measure_step", "observation", "percentile", "relative_errors", "save", "summary"]
+__all__ = ["FORMAT", "GpuCalibration", "NotAGpuCalibration", "SUITE", "cache_path", "calibrate_gpu", "load",
+           "measure_step", "observation", "relative_errors", "save", "summary"]

@@ -140,13 +140,11 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
     if isinstance(calibration, Calibration):
         return calibration, warnings
     if device != "cpu":
-        return _gpu_pricing(device, calibration), warnings
-    if calibration is not None and not isinstance(calibration, Calibration):
-        from vitbench.timemodel.gpu_calibration import GpuCalibration, is_gpu_calibration
+        return _gpu_pricing(device, calibration)
+    from vitbench.timemodel.gpu_calibration import GpuCalibration
 
-        if isinstance(calibration, GpuCalibration) or is_gpu_calibration(calibration):
-            raise SpecError("calibration", str(calibration), "is a GPU calibration; --device cpu needs a CPU one "
-                                                               "(`vitbench calibrate`)")
+    if isinstance(calibration, GpuCalibration):
+        raise SpecError("calibration", "a GPU calibration", "--device cpu needs a CPU one (`vitbench calibrate`)")
     needed = {PRECISION_DTYPES[p] for p in precisions if p in PRECISION_DTYPES}
     if calibration is not None:
         try:
@@ -154,6 +152,7 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
             _check_dtypes(found, needed)
             return found, warnings
         except CalibrationError as exc:
+            _refuse_a_gpu_calibration(calibration)
             raise CalibrationError(f"--calibration={str(calibration)!r}: refused ({exc}); run `vitbench calibrate` "
                                    "or leave --calibration out to use (or make) this machine's") from None
     threads = threads or default_threads()
@@ -183,8 +182,19 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
     return made, warnings
 
 
-def _gpu_pricing(device: str, calibration: Any) -> Any:
-    """The GPU profile for ``device``: from a GPU calibration given (a
+def _refuse_a_gpu_calibration(path: Any) -> None:
+    """After a CPU calibration file was refused: say so in one line when it is a GPU one."""
+    from vitbench.timemodel import gpu_calibration
+
+    try:
+        gpu_calibration.load(path)
+    except CalibrationError:
+        return
+    raise SpecError("calibration", str(path), "is a GPU calibration; --device cpu needs a CPU one (`vitbench calibrate`)")
+
+
+def _gpu_pricing(device: str, calibration: Any) -> tuple[Any, list[dict[str, str]]]:
+    """The GPU profile for ``device`` and its warnings: from a GPU calibration given (a
     :class:`~vitbench.timemodel.gpu_calibration.GpuCalibration` or its file), else for ``cuda``
     this card's calibration in the cache when there is one, else the published fit."""
     from vitbench.timemodel import gpu_calibration
@@ -193,19 +203,19 @@ def _gpu_pricing(device: str, calibration: Any) -> Any:
         if isinstance(calibration, gpu_calibration.GpuCalibration):
             found = calibration
         else:
-            if os.path.isfile(calibration) and not gpu_calibration.is_gpu_calibration(calibration):
-                raise SpecError("calibration", str(calibration), f"is not a GPU calibration (a CPU calibration?); --device "
-                                                                   f"{device} needs one made by `vitbench calibrate --device cuda` "
-                                                                   "on that GPU, or none")
             try:
                 found = gpu_calibration.load(calibration)
+            except gpu_calibration.NotAGpuCalibration:
+                raise SpecError("calibration", str(calibration), f"is not a GPU calibration (a CPU calibration?); --device "
+                                                                   f"{device} needs one made by `vitbench calibrate --device cuda` "
+                                                                   "on that GPU, or none") from None
             except CalibrationError as exc:
                 raise CalibrationError(f"--calibration={str(calibration)!r}: refused ({exc})") from None
         profile = gpu_profile(device)
         if found.device != profile.spec.key:
             raise SpecError("calibration", str(calibration), f"was made on {found.device_name} ({found.device}); "
                                                                f"--device {device} is {profile.spec.name}")
-        return found.profile()
+        return found.profile(), []
     profile = gpu_profile(device)
     if device == "cuda":
         import torch
@@ -213,10 +223,12 @@ def _gpu_pricing(device: str, calibration: Any) -> Any:
         path = gpu_calibration.cache_path(torch.cuda.get_device_name(), torch.__version__)
         if path.exists():
             try:
-                return gpu_calibration.load(path).profile()
-            except CalibrationError:
-                return profile
-    return profile
+                return gpu_calibration.load(path).profile(), []
+            except CalibrationError as exc:
+                return profile, [warning("calibration-refused", f"cached GPU calibration {path} refused ({exc}); "
+                                                                "priced by the published fit",
+                                         "run `vitbench calibrate --device cuda` again")]
+    return profile, []
 
 
 def _check_dtypes(calibration: Calibration, needed: set[str]) -> None:
