@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 
-import torch
 
 
 def main() -> None:

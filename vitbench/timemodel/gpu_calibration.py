@@ -19,7 +19,6 @@ fit borrows another's. On the card itself they can be fitted to its own step tim
 from __future__ import annotations
 
 import json
-import math
 import os
 import statistics
 import time
