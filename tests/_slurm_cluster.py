@@ -200,4 +200,4 @@ class SlurmCluster:
         return fields
 
 
-__all__ = ["SlurmCluster", "unavailable", "PARTITIONS", "GPUS", "NODE"]
+__all__ = ["GPUS", "NODE", "PARTITIONS", "SlurmCluster", "unavailable"]

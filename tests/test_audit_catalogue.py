@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-
 import re
 from pathlib import Path
 

@@ -8,7 +8,6 @@ import pytest
 from _cli import run
 
 
-
 def test_analyze_csv_columns_and_values(capsys):
     code, out, err = run(capsys, "analyze", "vit-b/16", "resnet50", "--format", "csv")
     assert code == 0 and err == ""

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from _cli import run
 
-from vitbench.specs import override_combinations, parse_field_value, split_alternatives, ViTSpec
+from vitbench.specs import ViTSpec, override_combinations, parse_field_value, split_alternatives
 
 
 def test_img_size_list_is_one_row_per_size_not_a_rectangle(capsys):

@@ -11,8 +11,8 @@ import random
 import statistics
 
 import pytest
-
 from test_compare import BATCH, measured, run_cli, single_run, write
+
 from vitbench.gate import compare
 from vitbench.reporting.gate import render
 

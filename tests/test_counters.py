@@ -7,7 +7,6 @@ from vitbench.counters import count, count_detailed
 from vitbench.counters.validate import default_resolutions, validate
 from vitbench.presets import list_presets, resolve
 
-
 #: one preset per family in the default run; every preset under -m slow
 DEFAULT_PRESETS = {"vit-ti/16", "resnet18", "slides-cnn"}
 

@@ -4,7 +4,6 @@ record, never an internal error. Found by reviewing every ``json.loads`` in vitb
 
 from __future__ import annotations
 
-import json
 import zlib
 
 import pytest

@@ -5,11 +5,11 @@ MAC), exact integers, for torchvision's sizes and random valid configurations.""
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_families import TORCHVISION_META
 
 from vitbench.analytic import complexity
 from vitbench.counters import count
 from vitbench.specs import ConvNeXtSpec, SwinSpec, ViTSpec
-from test_families import TORCHVISION_META
 
 FAST = ("swin_t", "convnext_tiny")
 

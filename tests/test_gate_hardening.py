@@ -6,8 +6,8 @@ byte-order mark broke the reader."""
 from __future__ import annotations
 
 import pytest
-
 from test_compare import measured, write
+
 from vitbench.cli import main
 from vitbench.gate import compare
 

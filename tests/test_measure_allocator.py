@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
-from vitbench.measure.allocator import MMAP_THRESHOLD_BYTES, glibc, apply_allocator
-from vitbench.settings import RunSettings
 from vitbench.errors import SpecError
+from vitbench.measure.allocator import MMAP_THRESHOLD_BYTES, apply_allocator, glibc
+from vitbench.settings import RunSettings
 
 pytestmark = pytest.mark.skipif(glibc() is None, reason="glibc malloc only (mallopt)")
 

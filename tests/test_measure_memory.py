@@ -8,9 +8,9 @@ import pytest
 
 from vitbench.analytic import params
 from vitbench.measure.memory import CATEGORIES, peak_memory, summarize_timeline
-from vitbench.settings import RunSettings
 from vitbench.models import build_model
 from vitbench.presets import resolve
+from vitbench.settings import RunSettings
 
 SMALL_VIT = resolve("mnist-vit")  # the assignment's MNIST ViT: 28 px, 1 channel, 106 K params
 

@@ -211,8 +211,9 @@ def test_auto_batch_size_of_a_model_without_a_formula_starts_from_its_traced_pla
     """A model no formula covers gets the batch `vitbench plan` traces for it (issue: five
     identical runs of a traced model chose 91, 59, 84, 85 and 104 by searching under a noisy cap,
     while plan said 117): the start is the plan, the same every run; a step down is said."""
-    import vitbench
     from torch import nn
+
+    import vitbench
 
     module = nn.Sequential(nn.Conv2d(3, 32, 4, stride=4), nn.GELU(), nn.Flatten(), nn.Linear(32 * 8 * 8, 10))
     module.image_size = 32

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from vitbench.errors import SpecError
 from vitbench.measure.autobatch import find_max_batch
 from vitbench.measure.stats import mann_whitney_u, quantile, run_shift, stability_warning, summarize
-from vitbench.settings import RunSettings
 from vitbench.measure.timer import sample_size, time_steps
+from vitbench.settings import RunSettings
 
 
 # --------------------------------------------------------------------------- stats

@@ -19,7 +19,13 @@ from vitbench.analytic import complexity
 from vitbench.errors import SpecError
 from vitbench.models.references import resolve
 from vitbench.timemodel.calibration import (
-    Calibration, CalibrationError, calibration_key, fit_affine, fit_steps, load, save,
+    Calibration,
+    CalibrationError,
+    calibration_key,
+    fit_affine,
+    fit_steps,
+    load,
+    save,
 )
 from vitbench.timemodel.cost import training_cost
 from vitbench.timemodel.fast import Predictor
@@ -299,11 +305,11 @@ def test_a_calibration_file_asked_for_by_name_and_damaged_is_refused_not_replace
 
 
 def test_cached_calibration_from_another_torch_is_replaced(tmp_path, monkeypatch):
+    import torch
+
     from vitbench.measure.env import cpu_model
     from vitbench.timemodel import run
     from vitbench.timemodel.calibration import cache_path
-
-    import torch
 
     monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
     path = cache_path("cpu", cpu_model() or "", 1, torch.__version__)
@@ -354,10 +360,10 @@ def test_cli_bad_input_is_one_line_and_exit_2(args, message):
 
 
 def test_sweep_predict_stage(tmp_path, monkeypatch):
+    import torch
+
     from vitbench.measure.env import cpu_model
     from vitbench.timemodel.calibration import cache_path
-
-    import torch
 
     monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path / "cache"))
     save(synthetic(threads=1), cache_path("cpu", cpu_model() or "", 1, torch.__version__))

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from readme_examples import DOCS_INDEX, README, ROOT, all_examples, pages
 
 EXAMPLES = all_examples()

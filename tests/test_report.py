@@ -8,12 +8,12 @@ import textwrap
 import pytest
 
 from vitbench.analytic import complexity
+from vitbench.analytic.scaling import attention_linear_crossover
 from vitbench.cli import main
 from vitbench.presets import resolve
-from vitbench.analytic.scaling import attention_linear_crossover
 from vitbench.specs import spec_key
-from vitbench.sweeps import Store
 from vitbench.studies import report
+from vitbench.sweeps import Store
 
 STUDY = """
     name: mini

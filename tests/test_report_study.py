@@ -13,8 +13,8 @@ from vitbench.analytic import complexity
 from vitbench.cli import main
 from vitbench.presets import resolve
 from vitbench.specs import spec_key
-from vitbench.sweeps import Store
 from vitbench.studies import report
+from vitbench.sweeps import Store
 
 UNSTABLE = (
     "unstable timing: CV 30.0%, IQR/median 20.0% over 7 samples (> 10%); rerun with --threads N "
@@ -110,8 +110,8 @@ def _analytic_store(path, extra=()):
 
 
 def test_source_sections_only_in_the_default_study(tmp_path):
-    from vitbench.reporting.study import render_report
     from vitbench.reading import read_results
+    from vitbench.reporting.study import render_report
 
     extra = [("cifar-vit/4", {"patch_size": p}) for p in (4, 8, 16)] + [(f"vit-s/{p}", {}) for p in (8, 16, 32)]
     _analytic_store(tmp_path / "store", extra)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from vitbench.errors import InputFileError
+from vitbench.reading import read_results
 from vitbench.results import (
     IDENTITY_COLUMNS,
     Records,
@@ -16,7 +17,6 @@ from vitbench.results import (
     read_csv_records,
     write_csv,
 )
-from vitbench.reading import read_results
 
 BIG = 2**53 + 1  # the first integer a float64 cannot hold
 

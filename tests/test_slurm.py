@@ -15,9 +15,9 @@ import sys
 import time
 from pathlib import Path
 
+import _slurm_cluster
 import pytest
 
-import _slurm_cluster
 from vitbench.sweeps.store import read_store
 
 GRID = ["--model", "cifar-vit/4", "--img-size", "32,64,96", "--patch-size", "4,8", "--batch-size", "1,2"]

@@ -14,13 +14,14 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
-
-import pytest
+from typing import Any
 
 import _broken_stores as broken
+import pytest
+
 from vitbench.sweeps.merging import merge
 from vitbench.sweeps.store import Store, StoreError, read_store
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from vitbench.analytic.identity import identity_record
+from vitbench.counters.fill import fill_counted
 from vitbench.errors import SpecError
 from vitbench.models.target import Target, is_module
 from vitbench.results import Records
 from vitbench.settings import COUNT_METHODS as COUNTERS
-from vitbench.analytic.identity import identity_record
-from vitbench.counters.fill import fill_counted
 
 
 def resolve_models(

@@ -37,4 +37,4 @@ def legend() -> list[str]:
     return [f"{short}: “{title}” ({kind})" for short, title, kind in DOCUMENTS.values()]
 
 
-__all__ = ["DOCUMENTS", "cite", "where", "legend", "number_of"]
+__all__ = ["DOCUMENTS", "cite", "legend", "number_of", "where"]

@@ -26,4 +26,4 @@ def proc_bytes(path: str, name: str) -> int | None:
     return proc_fields(path).get(name)
 
 
-__all__ = ["proc_fields", "proc_bytes"]
+__all__ = ["proc_bytes", "proc_fields"]

@@ -142,4 +142,4 @@ def legacy_codes(message: str) -> frozenset[str]:
     return frozenset(found or {"legacy"})
 
 
-__all__ = ["CODES", "RowWarning", "warning", "normalize", "texts", "code_sets", "merge", "legacy_codes"]
+__all__ = ["CODES", "RowWarning", "code_sets", "legacy_codes", "merge", "normalize", "texts", "warning"]

@@ -40,8 +40,21 @@ STAGES = ("analytic", "counters", "predict", "measured")
 LAUNCHERS = ("local", "gpus", "submitit")
 
 __all__ = [
-    "ATTENTIONS", "COUNTERS", "COUNT_METHODS", "DEVICES", "MODES", "OPTIMIZERS", "PRECISIONS",
-    "STAGES", "LAUNCHERS", "CLOCKS", "ALLOCATORS", "DEFAULT_RUNS", "RunSettings", "settings_fields", "check_batch_size",
+    "ALLOCATORS",
+    "ATTENTIONS",
+    "CLOCKS",
+    "COUNTERS",
+    "COUNT_METHODS",
+    "DEFAULT_RUNS",
+    "DEVICES",
+    "LAUNCHERS",
+    "MODES",
+    "OPTIMIZERS",
+    "PRECISIONS",
+    "STAGES",
+    "RunSettings",
+    "check_batch_size",
+    "settings_fields",
 ]
 
 BatchSize = Union[int, str]
@@ -165,14 +178,14 @@ class RunSettings:
         """Whether each run happens in a fresh worker process (``vitbench.measure.worker``)."""
         return self.runs > 1 or self.isolate or self.timeout_s is not None
 
-    def replace(self, **changes: Any) -> "RunSettings":
+    def replace(self, **changes: Any) -> RunSettings:
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunSettings":
+    def from_dict(cls, data: dict[str, Any]) -> RunSettings:
         known = {f.name for f in fields(cls)}
         for name, value in data.items():
             if name not in known:

@@ -213,4 +213,4 @@ def _copy_results(source: Path, records: list[dict[str, Any]], out: Path, *, for
     _write_json(records, out)
 
 
-__all__ = ["ReportResult", "report", "render_report"]
+__all__ = ["ReportResult", "render_report", "report"]

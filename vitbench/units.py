@@ -47,4 +47,4 @@ def seconds(value: float) -> str:
     return f"{value * 1e6:.3g} us"
 
 
-__all__ = ["is_missing", "si", "binary_bytes", "seconds"]
+__all__ = ["binary_bytes", "is_missing", "seconds", "si"]

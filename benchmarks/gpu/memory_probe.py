@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 
 
-
 def main() -> None:
+    import sys
+
     from torch.profiler._memory_profiler import Action, Category, MemoryProfile, TensorKey
 
     from vitbench.measure.memory import _profile_step
@@ -22,8 +23,6 @@ def main() -> None:
     from vitbench.measure.selftest import TINY_VIT
     from vitbench.measure.workload import build_workload
     from vitbench.settings import RunSettings
-
-    import sys
 
     cases = (("train", 356, "fp32"), ("train", 762, "fp32"), ("infer", 356, "fp32"), ("infer", 762, "bf16"),
              ("train", 356, "bf16"))

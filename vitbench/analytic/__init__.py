@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
 from types import ModuleType
+from typing import Any
 
 from vitbench.analytic import cnn, convnext, swin, vit
 from vitbench.specs import ModelSpec, ViTSpec

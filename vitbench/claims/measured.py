@@ -10,7 +10,7 @@ devices. A measurement on another GPU than the one named gives 'not checkable'.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import Any
 
 from vitbench.claims.claim import Claim
 from vitbench.claims.explain import assumptions, format_pct, off_pct, what, within
@@ -20,7 +20,7 @@ from vitbench.claims.stated import format_like
 
 #: (spec, batch_size, mode) -> a :func:`vitbench.profile` record (``status``, ``device``, the
 #: measured field, ``env_device_name``), or None where no CUDA device is available.
-Measurer = Callable[[Any, int, str], Optional[dict]]
+Measurer = Callable[[Any, int, str], dict | None]
 _GPU_EXTRAS = "the CUDA context, cuBLAS/cuDNN workspaces and the caching allocator's rounding"
 
 

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import fields
 from typing import Any
 
-from vitbench.reporting.format import FORMATS, render
 from vitbench.errors import SpecError
+from vitbench.reporting.format import FORMATS, render
 from vitbench.specs import SPEC_TYPES, list_valued, spec_fields, split_alternatives
 
 

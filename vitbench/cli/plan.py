@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from vitbench.cli.common import add_format_argument, add_model_arguments, emit, overrides_from
-from vitbench.cli.common import batch_size_int
+from vitbench.cli.common import add_format_argument, add_model_arguments, batch_size_int, emit, overrides_from
 from vitbench.cli.common import parse_size as parse_memory
 from vitbench.settings import MODES, OPTIMIZERS, PRECISIONS
 

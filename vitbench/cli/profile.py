@@ -5,7 +5,14 @@ from __future__ import annotations
 import os
 import sys
 
-from vitbench.cli.common import add_format_argument, add_model_arguments, add_run_arguments, emit, overrides_from, run_settings_from
+from vitbench.cli.common import (
+    add_format_argument,
+    add_model_arguments,
+    add_run_arguments,
+    emit,
+    overrides_from,
+    run_settings_from,
+)
 
 
 def register(subparsers) -> None:

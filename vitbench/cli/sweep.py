@@ -136,8 +136,8 @@ def _dry_run(plan, shard) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from vitbench.sweeps.grid import parse_shard
-    from vitbench.sweeps.progress import Progress, sigterm_as_interrupt
     from vitbench.sweeps.launch import check_arguments, sweep
+    from vitbench.sweeps.progress import Progress, sigterm_as_interrupt
 
     plan = build_plan(args)
     shard = parse_shard(args.shard)

@@ -20,7 +20,6 @@ from vitbench.errors import SpecError
 from vitbench.settings import COUNTERS, check_batch_size
 
 
-
 @dataclass(frozen=True)
 class CountResult:
     model: str

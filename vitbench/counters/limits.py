@@ -16,6 +16,7 @@ from vitbench.errors import VitbenchError
 from vitbench.procfs import proc_bytes
 from vitbench.specs.limits import MAX_TRACED_BLOCKS, blocks
 
+
 class CountingRefused(VitbenchError):
     """A configuration the counters will not trace (exit code 2): the reason names the size."""
 
@@ -57,4 +58,4 @@ def counting_refusal(target: Any, batch_size: int, counters: Any) -> str | None:
     return None
 
 
-__all__ = ["MAX_TRACED_BLOCKS", "CountingRefused", "counting_refusal", "blocks", "available_memory"]
+__all__ = ["MAX_TRACED_BLOCKS", "CountingRefused", "available_memory", "blocks", "counting_refusal"]

@@ -27,12 +27,25 @@ from typing import Any
 from vitbench import row_warnings
 from vitbench.errors import InputFileError, SpecError
 from vitbench.gate.matching import (
-    Group, group, is_missing, key_columns, key_text, labels, number, present_columns,
+    Group,
+    group,
+    is_missing,
+    key_columns,
+    key_text,
+    labels,
+    number,
+    present_columns,
 )
 from vitbench.gate.result import DEFAULT_ALPHA, CompareResult, EnvDifference, MetricComparison
 from vitbench.gate.rules import (
-    DEFAULT_RULES, HEADLINE_METRICS, Rule, RuleError, is_rate, is_timing_metric,
-    looks_like_metric, parse_rules,
+    DEFAULT_RULES,
+    HEADLINE_METRICS,
+    Rule,
+    RuleError,
+    is_rate,
+    is_timing_metric,
+    looks_like_metric,
+    parse_rules,
 )
 from vitbench.measure.stats import MIN_RUNS, run_shift
 

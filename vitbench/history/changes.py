@@ -197,4 +197,4 @@ def changes(rows: Sequence[dict[str, Any]], metrics: Sequence[str] | None = None
     return sorted(found, key=lambda c: (order[c.first.commit], c.metric, c.configuration))
 
 
-__all__ = ["Change", "DEFAULT_METRICS", "Point", "Series", "changes", "detect", "is_exact", "series"]
+__all__ = ["DEFAULT_METRICS", "Change", "Point", "Series", "changes", "detect", "is_exact", "series"]

@@ -168,4 +168,4 @@ def commits(rows: list[dict[str, Any]]) -> list[Commit]:
             for c, e in sorted(seen.items(), key=when)]
 
 
-__all__ = ["COLUMNS", "Commit", "HISTORY_NAME", "add", "commits", "git_commit", "read"]
+__all__ = ["COLUMNS", "HISTORY_NAME", "Commit", "add", "commits", "git_commit", "read"]

@@ -109,7 +109,7 @@ class MemoryCap:
     memory. Without it blocks run in the calling thread."""
 
     def __init__(self, device: str, limit_bytes: int | None, headroom: bool = True,
-                 steps: "InlineSteps | StepThread | None" = None):
+                 steps: InlineSteps | StepThread | None = None):
         self.device = device
         self.limit_bytes = limit_bytes
         self.headroom = headroom
@@ -118,7 +118,7 @@ class MemoryCap:
         if limit_bytes is not None:
             self.level = self._held() + self._allowance()
 
-    def strict(self) -> "MemoryCap":
+    def strict(self) -> MemoryCap:
         """The same limit without the CPU headroom, from what the process holds now: what a
         search for the largest batch runs its probes under, so that a probe that fits leaves
         room for the tensors alone. Its blocks run on the same step thread."""

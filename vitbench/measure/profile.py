@@ -23,7 +23,7 @@ from vitbench.measure.record import TABLE_COLUMNS
 from vitbench.results import Records
 from vitbench.settings import RunSettings, settings_fields
 
-__all__ = ["RunSettings", "measure", "profile", "settings_grid", "validate_settings", "TABLE_COLUMNS"]
+__all__ = ["TABLE_COLUMNS", "RunSettings", "measure", "profile", "settings_grid", "validate_settings"]
 
 
 def measure(model: Any, settings: RunSettings | None = None) -> dict[str, Any]:
@@ -123,8 +123,8 @@ def profile(
     lists = {k: v for k, v in setting_changes.items() if isinstance(v, (list, tuple))}
     base = (settings or RunSettings()).replace(**{k: v for k, v in setting_changes.items() if k not in lists})
     all_settings = settings_grid(base, **lists)
-    from vitbench.models.references import resolve_all as resolve_models
     from vitbench.measure.target import measured
+    from vitbench.models.references import resolve_all as resolve_models
 
     targets = [measured(target) for target in resolve_models(models, spec_overrides, input_size=input_size)]
     records = Records()

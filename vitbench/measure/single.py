@@ -52,8 +52,8 @@ def _warm_up_module():
     """A tiny model with the layers vision models use (convolution, BatchNorm, GELU, dropout,
     linear, LayerNorm, scaled-dot-product attention), 8x8 images, 10 classes."""
     import torch
-    from torch import nn
     import torch.nn.functional as F
+    from torch import nn
 
     class WarmUp(nn.Module):
         def __init__(self) -> None:

@@ -85,7 +85,7 @@ class Measured:
             return {"spec": spec_to_dict(self.spec), **known}
         return {"reference": self.target.label, "input_size": list(self.target.input_size), **known}
 
-    def with_spec(self, spec) -> "Measured":
+    def with_spec(self, spec) -> Measured:
         """The same model built from another spec (the run's attention path applied); only for
         vitbench's own models (a preset or a spec), whose module the spec builds."""
         from vitbench.models.references import resolve

@@ -15,7 +15,6 @@ from vitbench.settings import RunSettings
 from vitbench.specs import ModelSpec, ViTSpec, with_overrides
 
 
-
 def effective_spec(spec: ModelSpec, settings: RunSettings) -> ModelSpec:
     """``spec`` with the run's attention implementation applied (ViTs only)."""
     if settings.attention and isinstance(spec, ViTSpec) and spec.attention != settings.attention:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from vitbench.models.target import Target
 
 
-def build_model(model: "ModelSpec | Target | str | nn.Module", device: Any = None) -> "nn.Module":
+def build_model(model: ModelSpec | Target | str | nn.Module, device: Any = None) -> nn.Module:
     """The ``nn.Module`` for a spec, a reference (``timm:convnext_tiny``) or a resolved Target:
     random initial weights (never downloaded), training mode, on ``device`` (default: the
     current default device). A live module (a Target made from one) is returned as it is,
@@ -40,7 +40,7 @@ def build_model(model: "ModelSpec | Target | str | nn.Module", device: Any = Non
         return build().train()
 
 
-def build_meta(model: "ModelSpec | Target | str") -> "nn.Module":
+def build_meta(model: ModelSpec | Target | str) -> nn.Module:
     """The module with every parameter and buffer on the meta device (shapes only, no memory)."""
     import torch
 
@@ -57,7 +57,7 @@ def build_meta(model: "ModelSpec | Target | str") -> "nn.Module":
     return light_build(target.build).to("meta")
 
 
-def build_uninitialized(model: "ModelSpec | Target | str", device: str = "cpu") -> "nn.Module":
+def build_uninitialized(model: ModelSpec | Target | str, device: str = "cpu") -> nn.Module:
     """The module on ``device`` with zero-filled parameters (no initialiser runs), for tracers that need
     real tensors (fvcore) without paying for weight initialisation. Buffers hold their real
     values (relative-position indices, RoPE tables), computed as the constructor computes them."""

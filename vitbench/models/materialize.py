@@ -46,7 +46,7 @@ def parameters_on_meta() -> Iterator[None]:
         nn.Module.register_parameter = original  # type: ignore[method-assign]
 
 
-def light_build(factory: Callable[[], Any]) -> "nn.Module":
+def light_build(factory: Callable[[], Any]) -> nn.Module:
     """``factory()`` with parameters on meta and everything else real (on the CPU). A
     constructor that cannot run with meta parameters, whatever the error (timm's mixed-RoPE ViTs
     read their values; timm's hybrid ViTs run a dummy forward through the CNN backbone) is run
@@ -65,7 +65,7 @@ def light_build(factory: Callable[[], Any]) -> "nn.Module":
         return factory()
 
 
-def meta_state(module: "nn.Module") -> dict[str, Any]:
+def meta_state(module: nn.Module) -> dict[str, Any]:
     """Every parameter and buffer of ``module`` as a meta tensor (for ``functional_call``; a
     tied tensor once, under its first name, so that functional_call keeps it tied)."""
     state: dict[str, Any] = {}
@@ -76,7 +76,7 @@ def meta_state(module: "nn.Module") -> dict[str, Any]:
     return state
 
 
-def materialize_parameters(module: "nn.Module", device: str = "cpu") -> "nn.Module":
+def materialize_parameters(module: nn.Module, device: str = "cpu") -> nn.Module:
     """Meta parameters -> zero-filled storage on ``device`` (tied ones stay tied). Zeros, not
     uninitialised memory: a tracer that executes the model must not meet NaNs or denormals
     (which also make CPU matmuls many times slower); no initialiser is run."""
@@ -104,6 +104,6 @@ def materialize_parameters(module: "nn.Module", device: str = "cpu") -> "nn.Modu
     return module
 
 
-def parameter_count(module: "nn.Module") -> int:
+def parameter_count(module: nn.Module) -> int:
     """Parameters of the module (tied parameters once), as ``sum(p.numel())`` over ``parameters()``."""
     return sum(p.numel() for p in module.parameters())

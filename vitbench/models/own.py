@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from torch import nn
 
 
-def build_spec(spec: ModelSpec) -> "nn.Module":
+def build_spec(spec: ModelSpec) -> nn.Module:
     """vitbench's own module for ``spec``, initialised, on the current default device."""
     if isinstance(spec, ViTSpec):
         from vitbench.models.vit import VisionTransformer

@@ -25,7 +25,7 @@ from typing import Any
 
 from vitbench.errors import SpecError, UnknownModelError
 from vitbench.models.target import SOURCES, Target, input_size_of, is_module
-from vitbench.specs import ModelSpec, SPEC_TYPES, spec_fields, with_overrides
+from vitbench.specs import SPEC_TYPES, ModelSpec, spec_fields, with_overrides
 
 REFERENCE_SOURCES = ("torchvision", "timm", "hf", "py")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -270,4 +270,4 @@ def resolve_all(models: Iterable[Any], overrides: Mapping[str, Any] | None = Non
     return targets
 
 
-__all__ = ["SOURCES", "REFERENCE_SOURCES", "overrides_taken", "parse_reference", "parse_value", "resolve", "resolve_all", "Target"]
+__all__ = ["REFERENCE_SOURCES", "SOURCES", "Target", "overrides_taken", "parse_reference", "parse_value", "resolve", "resolve_all"]

@@ -13,6 +13,7 @@ from typing import Any
 from vitbench.errors import SpecError
 from vitbench.specs.target import EXTRAS, SOURCES, Target, input_size_of, is_module, reference_value
 
+
 def unknown(reference: str, what: str, choices: Iterable[str], prefix: str = "", name: str | None = None) -> SpecError:
     """'model=...: unknown timm model; did you mean 'timm:vit_base_patch16_224'?' (one line);
     ``name`` (default: the part after the namespace) is matched against ``choices``."""
@@ -65,6 +66,15 @@ def remember(key: Any, module: Any) -> Any:
 
 
 __all__ = [
-    "EXTRAS", "SOURCES", "Target", "input_size_of", "is_module", "reference_value",  # from vitbench.specs.target
-    "unknown", "require", "no_network", "light_module", "remember",
+    "EXTRAS",  # from vitbench.specs.target
+    "SOURCES",
+    "Target",
+    "input_size_of",
+    "is_module",
+    "light_module",
+    "no_network",
+    "reference_value",
+    "remember",
+    "require",
+    "unknown",
 ]

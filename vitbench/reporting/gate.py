@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from vitbench.gate.rules import is_rate
 from vitbench.gate.result import TEST_NAME, CompareResult
+from vitbench.gate.rules import is_rate
 from vitbench.reporting.format import humanize, markdown_escape, si
 from vitbench.reporting.format import render as render_records
-
 
 #: Markdown tables longer than this are folded into a <details> block (failures are listed
 #: above it in full).

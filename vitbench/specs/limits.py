@@ -39,4 +39,4 @@ def too_many_blocks(spec: Any, limit: int, what: str) -> str | None:
     return f"{what} would step through all {count:,} blocks; it takes at most {limit:,} (the analytic figures stand)"
 
 
-__all__ = ["MAX_TRACED_BLOCKS", "MAX_REPLAYED_BLOCKS", "blocks", "too_many_blocks"]
+__all__ = ["MAX_REPLAYED_BLOCKS", "MAX_TRACED_BLOCKS", "blocks", "too_many_blocks"]

@@ -92,4 +92,4 @@ def input_size_of(img_size: Any, in_chans: int = 3) -> tuple[int, int, int]:
     return in_chans, int(img_size[0]), int(img_size[1])
 
 
-__all__ = ["SOURCES", "EXTRAS", "Target", "reference_value", "is_module", "input_size_of", "img_size_cell"]
+__all__ = ["EXTRAS", "SOURCES", "Target", "img_size_cell", "input_size_of", "is_module", "reference_value"]

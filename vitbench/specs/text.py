@@ -20,7 +20,7 @@ _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def spec_fields(spec_type: type) -> dict[str, dataclasses.Field]:
     """The fields of a spec class by name (cached: a sweep asks this per field per row; the
     dict is shared, never to be changed)."""

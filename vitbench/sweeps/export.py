@@ -11,7 +11,16 @@ from typing import Any
 
 from vitbench.sweeps.jsonl import write_atomic
 from vitbench.sweeps.store import (
-    CSV_NAME, PARQUET_NAME, ROWS_NAME, StoreError, check_path, fs_error, read_definition, read_store, stored_ids, stream_latest,
+    CSV_NAME,
+    PARQUET_NAME,
+    ROWS_NAME,
+    StoreError,
+    check_path,
+    fs_error,
+    read_definition,
+    read_store,
+    stored_ids,
+    stream_latest,
 )
 
 EXPORTS = ("csv", "parquet")
@@ -135,4 +144,4 @@ def _wide_integers(pa: Any, values: list[Any]) -> Any:
     return None
 
 
-__all__ = ["EXPORTS", "check_formats", "export_store", "csv_bytes", "parquet_bytes"]
+__all__ = ["EXPORTS", "check_formats", "csv_bytes", "export_store", "parquet_bytes"]

@@ -438,6 +438,15 @@ def select_shard(configs: list[Config], shard: tuple[int, int] | None) -> list[C
 
 
 __all__ = [
-    "Config", "iter_configs", "expand", "count_configs", "tally", "Tally", "study_sizes", "check_valid", "parse_shard",
-    "select_shard", "build_config",
+    "Config",
+    "Tally",
+    "build_config",
+    "check_valid",
+    "count_configs",
+    "expand",
+    "iter_configs",
+    "parse_shard",
+    "select_shard",
+    "study_sizes",
+    "tally",
 ]

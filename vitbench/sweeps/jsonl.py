@@ -110,4 +110,4 @@ def fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-__all__ = ["CRC_KEY", "encode_record", "decode_record", "scan", "write_atomic", "write_all", "fsync_dir"]
+__all__ = ["CRC_KEY", "decode_record", "encode_record", "fsync_dir", "scan", "write_all", "write_atomic"]

@@ -18,6 +18,7 @@ from vitbench.sweeps.run import SweepResult, default_out, execute, resolve_plan
 from vitbench.sweeps.schema import SweepFileError
 from vitbench.sweeps.store import DEFAULT_SYNC_EVERY, DEFAULT_SYNC_INTERVAL_S
 
+
 def sweep(
     source: str | os.PathLike | SweepPlan | None = None,
     *,
@@ -98,4 +99,4 @@ def check_arguments(*, launcher: str, shard: tuple[int, int] | None, resume: boo
         raise SweepFileError(f"--shard: runs one shard locally; --launcher {launcher} splits the grid itself")
 
 
-__all__ = ["sweep", "check_arguments", "LAUNCHERS"]
+__all__ = ["LAUNCHERS", "check_arguments", "sweep"]

@@ -281,10 +281,9 @@ def run_submitit(
     MiB). On Slurm the controller and the partition are checked before anything is written,
     and a job cancelled or failed without a result (seen with ``scontrol`` every
     ``state_poll_s``) is resubmitted like a failed one."""
+    from vitbench.sweeps.export import check_formats
     from vitbench.sweeps.merging import merge
     from vitbench.sweeps.store import Store
-
-    from vitbench.sweeps.export import check_formats
 
     check_formats(export)
     check_valid(plan)
@@ -403,4 +402,4 @@ def _job_error(job: Any) -> Any:
         return exc
 
 
-__all__ = ["run_gpus", "run_submitit", "visible_gpus", "check_slurm", "slurm_state", "ShardJob", "LaunchError", "LaunchInputError"]
+__all__ = ["LaunchError", "LaunchInputError", "ShardJob", "check_slurm", "run_gpus", "run_submitit", "slurm_state", "visible_gpus"]

@@ -174,4 +174,4 @@ def merge(
     return MergeResult(out=Path(out), rows=len(rows_sorted), sources=[str(s) for s in sources], warnings=warnings, missing=missing)
 
 
-__all__ = ["merge", "MergeResult", "read_source", "check_definitions", "coverage"]
+__all__ = ["MergeResult", "check_definitions", "coverage", "merge", "read_source"]

@@ -468,6 +468,15 @@ def default_study_path() -> Path:
 
 
 __all__ = [
-    "SweepFileError", "Study", "SweepPlan", "load_sweep_file", "validate", "plan_from_grid",
-    "apply_overrides", "build_plan", "default_study_path", "measure_identity", "STAGES",
+    "STAGES",
+    "Study",
+    "SweepFileError",
+    "SweepPlan",
+    "apply_overrides",
+    "build_plan",
+    "default_study_path",
+    "load_sweep_file",
+    "measure_identity",
+    "plan_from_grid",
+    "validate",
 ]

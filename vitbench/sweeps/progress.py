@@ -89,4 +89,4 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-__all__ = ["Progress", "sigterm_as_interrupt", "describe"]
+__all__ = ["Progress", "describe", "sigterm_as_interrupt"]

@@ -207,4 +207,4 @@ def row_seconds(plan: SweepPlan, store_s: float = 0.00015) -> dict[str, float]:
     return out
 
 
-__all__ = ["Runner", "check_measured", "prepare_predict", "row_seconds", "estimate_seconds"]
+__all__ = ["Runner", "check_measured", "estimate_seconds", "prepare_predict", "row_seconds"]

@@ -178,10 +178,10 @@ def execute(
     ``compute`` turns configurations into rows (default :func:`run_local`; the GPU pool is
     another); the store is written here, by this process alone. ``sync`` / ``sync_interval_s``:
     the store's fsync policy (``always``: one fsync per row)."""
-    from vitbench.sweeps.export import check_formats, export_store
-    from vitbench.sweeps.rows import check_measured, prepare_predict
-    from vitbench.sweeps.grid import ID_DIGITS
     from vitbench.results import check_output_dir
+    from vitbench.sweeps.export import check_formats, export_store
+    from vitbench.sweeps.grid import ID_DIGITS
+    from vitbench.sweeps.rows import check_measured, prepare_predict
     from vitbench.sweeps.store import Store, check_sync, stored_id_digits, stored_ids
 
     check_formats(export)
@@ -297,4 +297,4 @@ def environment(measured_devices: Sequence[str] = ()) -> dict[str, Any]:
     return env
 
 
-__all__ = ["execute", "preview", "Preview", "SweepResult", "SweepInterrupted", "LargeGridError", "resolve_plan", "sweep_meta", "CONFIRM_ABOVE"]
+__all__ = ["CONFIRM_ABOVE", "LargeGridError", "Preview", "SweepInterrupted", "SweepResult", "execute", "preview", "resolve_plan", "sweep_meta"]

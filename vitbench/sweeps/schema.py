@@ -199,4 +199,4 @@ def check_yaml_shape(root: Any, path: Path) -> None:
         sizes[id(node)] = total
 
 
-__all__ = ["check_yaml_shape", "MAX_YAML_VALUES", "MAX_YAML_DEPTH", "Checker", "SweepFileError", "measure_keys", "RENAMED_SETTINGS"]
+__all__ = ["MAX_YAML_DEPTH", "MAX_YAML_VALUES", "RENAMED_SETTINGS", "Checker", "SweepFileError", "check_yaml_shape", "measure_keys"]

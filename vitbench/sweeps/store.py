@@ -53,11 +53,25 @@ from pathlib import Path
 from typing import Any
 
 from vitbench.results import check_output_dir
-from vitbench.sweeps.store_layout import (
-    CSV_NAME, DAMAGED_NAME, DEFAULT_SYNC_EVERY, DEFAULT_SYNC_INTERVAL_S, DEFINITION_NAME, FORMAT, LEGACY_SIDECAR,
-    LOCK_NAME, NOFOLLOW, PARQUET_NAME, ROWS_NAME, SCHEMA_VERSION, SYNC_POLICIES, StoreBusyError, StoreError,
-)
 from vitbench.sweeps.jsonl import decode_record, encode_record, fsync_dir, scan, write_all, write_atomic
+from vitbench.sweeps.store_layout import (
+    CSV_NAME,
+    DAMAGED_NAME,
+    DEFAULT_SYNC_EVERY,
+    DEFAULT_SYNC_INTERVAL_S,
+    DEFINITION_NAME,
+    FORMAT,
+    LEGACY_SIDECAR,
+    LOCK_NAME,
+    NOFOLLOW,
+    PARQUET_NAME,
+    ROWS_NAME,
+    SCHEMA_VERSION,
+    SYNC_POLICIES,
+    StoreBusyError,
+    StoreError,
+)
+
 
 def now_iso() -> str:
     """UTC time with microseconds: distinct for rows written in quick succession."""
@@ -397,10 +411,31 @@ class Store:
 
 # The readers live in vitbench.sweeps.store_read; imported here too, where callers look for them.
 from vitbench.sweeps.store_read import (  # noqa: E402
-    is_store, latest_rows, read_definition, read_store, store_info, stored_id_digits, stored_ids, stream_latest,
+    is_store,
+    latest_rows,
+    read_definition,
+    read_store,
+    store_info,
+    stored_id_digits,
+    stored_ids,
+    stream_latest,
 )
 
 __all__ = [
-    "stored_id_digits", "SYNC_POLICIES", "check_sync", "fs_error", "Store", "StoreError", "StoreBusyError", "read_store",
-    "store_info", "is_store", "now_iso", "check_path", "stored_ids", "stream_latest", "latest_rows", "read_definition",
+    "SYNC_POLICIES",
+    "Store",
+    "StoreBusyError",
+    "StoreError",
+    "check_path",
+    "check_sync",
+    "fs_error",
+    "is_store",
+    "latest_rows",
+    "now_iso",
+    "read_definition",
+    "read_store",
+    "store_info",
+    "stored_id_digits",
+    "stored_ids",
+    "stream_latest",
 ]

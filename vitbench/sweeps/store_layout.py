@@ -34,7 +34,19 @@ class StoreBusyError(VitbenchError):
 
 
 __all__ = [
-    "FORMAT", "SCHEMA_VERSION", "ROWS_NAME", "DAMAGED_NAME", "DEFINITION_NAME", "CSV_NAME", "PARQUET_NAME",
-    "LEGACY_SIDECAR", "LOCK_NAME", "NOFOLLOW", "SYNC_POLICIES", "DEFAULT_SYNC_INTERVAL_S", "DEFAULT_SYNC_EVERY",
-    "StoreError", "StoreBusyError",
+    "CSV_NAME",
+    "DAMAGED_NAME",
+    "DEFAULT_SYNC_EVERY",
+    "DEFAULT_SYNC_INTERVAL_S",
+    "DEFINITION_NAME",
+    "FORMAT",
+    "LEGACY_SIDECAR",
+    "LOCK_NAME",
+    "NOFOLLOW",
+    "PARQUET_NAME",
+    "ROWS_NAME",
+    "SCHEMA_VERSION",
+    "SYNC_POLICIES",
+    "StoreBusyError",
+    "StoreError",
 ]

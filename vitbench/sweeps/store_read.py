@@ -13,7 +13,12 @@ from typing import Any
 from vitbench.results import Records
 from vitbench.sweeps.jsonl import CRC_KEY, decode_record, scan
 from vitbench.sweeps.store_layout import (
-    CSV_NAME, DEFINITION_NAME, LEGACY_SIDECAR, ROWS_NAME, SCHEMA_VERSION, StoreError,
+    CSV_NAME,
+    DEFINITION_NAME,
+    LEGACY_SIDECAR,
+    ROWS_NAME,
+    SCHEMA_VERSION,
+    StoreError,
 )
 
 
@@ -237,4 +242,4 @@ def store_info(path: str | os.PathLike) -> dict[str, Any] | None:
     return read_definition(path) if (path / DEFINITION_NAME).exists() else None
 
 
-__all__ = ["read_definition", "is_store", "latest_rows", "stream_latest", "stored_id_digits", "stored_ids", "read_store", "store_info", "DEFINITION_TYPES", "SWEEP_TYPES"]
+__all__ = ["DEFINITION_TYPES", "SWEEP_TYPES", "is_store", "latest_rows", "read_definition", "read_store", "store_info", "stored_id_digits", "stored_ids", "stream_latest"]

@@ -228,5 +228,17 @@ def summary(calibration: GpuCalibration) -> dict[str, Any]:
             **{f"param_{k}": v for k, v in sorted(calibration.params.items())}}
 
 
-__all__ = ["FORMAT", "GpuCalibration", "NotAGpuCalibration", "SUITE", "cache_path", "calibrate_gpu", "load",
-           "measure_step", "observation", "relative_errors", "save", "summary"]
+__all__ = [
+    "FORMAT",
+    "SUITE",
+    "GpuCalibration",
+    "NotAGpuCalibration",
+    "cache_path",
+    "calibrate_gpu",
+    "load",
+    "measure_step",
+    "observation",
+    "relative_errors",
+    "save",
+    "summary",
+]

@@ -45,6 +45,7 @@ from typing import Any
 from vitbench.timemodel.gpus import GENERATIONS, GpuSpec
 from vitbench.timemodel.model import BREAKDOWN, Prediction
 from vitbench.timemodel.ops import COMPONENTS, Op
+
 TILE = 128
 SMALL_TILE = 64
 SMALL_TILE_RATE = 0.8

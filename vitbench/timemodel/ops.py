@@ -53,7 +53,7 @@ class Op:
                 int(self.aliases))
 
     @classmethod
-    def from_tuple(cls, values: Any) -> "Op":
+    def from_tuple(cls, values: Any) -> Op:
         name, component, macs, moved, shape, dtype, kernel, aliases = values
         return cls(str(name), str(component), int(macs), int(moved), tuple(int(d) for d in shape), str(dtype),
                    str(kernel), bool(aliases))

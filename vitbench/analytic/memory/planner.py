@@ -34,8 +34,8 @@ from vitbench.analytic.memory.cnn import cnn_param_sizes, plain_cnn_step, resnet
 from vitbench.analytic.memory.replay import Profile, Replay, optimizer_step, pareto
 from vitbench.analytic.memory.vit import vit_param_sizes, vit_step
 from vitbench.errors import SpecError
-from vitbench.specs.target import Target
 from vitbench.specs import ModelSpec, PlainCNNSpec, ResNetSpec, ViTSpec
+from vitbench.specs.target import Target
 
 #: the families the replay covers, and the spec fields each covers (a field added to a spec later
 #: is refused at a non-default value until the replay models it)

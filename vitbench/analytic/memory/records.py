@@ -13,11 +13,11 @@ from vitbench.analytic.memory.closed_forms import check_batch, check_run
 from vitbench.analytic.memory.planner import largest_batch, memory_estimate, plan, spec_of, unsupported_reason
 from vitbench.analytic.memory.replay import Profile
 from vitbench.errors import SpecError
+from vitbench.results import Records
 from vitbench.row_warnings import warning
 from vitbench.specs.identity import RowIdentity
 from vitbench.specs.limits import MAX_REPLAYED_BLOCKS, too_many_blocks
 from vitbench.specs.target import Target
-from vitbench.results import Records
 
 #: identity columns taken from the analytic complexity record
 IDENTITY = ("kind", "img_size", "patch_size", "batch_size", "params", "macs")
