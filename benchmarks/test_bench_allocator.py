@@ -1,4 +1,4 @@
-"""``--allocator steady`` (the default) against ``--allocator system`` (glibc's defaults), in fresh
+"""``--allocator steady`` against ``--allocator system`` (the default: glibc's defaults), in fresh
 worker processes, on a ViT and a CNN.
 
 Run: ``pytest benchmarks/test_bench_allocator.py -s``

@@ -21,7 +21,7 @@ one side only moves the median little. Absolute times are never compared across 
    reported): median ratio ours / timm >= 0.95; timm is a benchmark-only extra.
 
 Both sides of every comparison use the same thread count: ``VITBENCH_BENCH_THREADS=N``, else
-vitbench's default (the free cores: affinity less the cores other processes keep busy). Each
+vitbench's default (the CPUs this process may use, at most 4). Each
 timed run lasts ``VITBENCH_BENCH_MIN_TIME`` seconds (default 2); ``VITBENCH_BENCH_ROUNDS`` rounds
 (default 7).
 """
@@ -49,9 +49,10 @@ TOLERANCE = 0.05
 def _threads() -> int:
     if os.environ.get("VITBENCH_BENCH_THREADS"):
         return int(os.environ["VITBENCH_BENCH_THREADS"])
-    from vitbench.measure.machine import affinity_cpus, busy_cores, free_cores
+    from vitbench.measure.machine import affinity_cpus
+    from vitbench.settings import default_threads
 
-    return free_cores(affinity_cpus(), busy_cores())
+    return default_threads(affinity_cpus())
 
 
 THREADS = _threads()

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from vitbench.timemodel.calibration import Calibration
+from vitbench.timemodel.calibration.schema import Calibration
 
 PATCHES = (8, 16, 32)
 IMG_SIZES = (96, 128, 160, 192, 224, 256, 320, 384)
@@ -32,7 +32,8 @@ def calibration() -> Calibration:
     import torch
 
     from vitbench.measure.env import cpu_model
-    from vitbench.timemodel.calibration import CalibrationError, cache_path, load
+    from vitbench.timemodel.calibration.cache import cache_path, load
+    from vitbench.timemodel.calibration.schema import CalibrationError
 
     try:
         return load(cache_path("cpu", cpu_model() or "", 1, torch.__version__), torch.__version__)

@@ -22,9 +22,9 @@ import time
 
 from vitbench.analytic import complexity
 from vitbench.presets import resolve
-from vitbench.sweeps import read_store, sweep
-from vitbench.sweeps.jsonl import encode_record
-from vitbench.sweeps.store import Store
+from vitbench.store import Store, read_store
+from vitbench.store.format import encode_record
+from vitbench.sweeps import sweep
 
 SIZES = (100, 10_000, 100_000, 1_000_000)
 ALWAYS_ROWS = 500  # "always": one fsync per row, the store before group commit

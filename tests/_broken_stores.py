@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import os
 
+from vitbench.store import Store
+from vitbench.store.format import CRC_KEY
 from vitbench.sweeps import merging as merge_module
-from vitbench.sweeps.jsonl import CRC_KEY
-from vitbench.sweeps.store import Store
 
 
 class NoFsync(Store):
@@ -82,7 +82,7 @@ class KeepsTemporaries(Store):
 def latest_rows_keeping_first(path):
     """A reader that keeps the FIRST valid record of each id (a retried configuration would
     keep its failure)."""
-    from vitbench.sweeps.jsonl import scan
+    from vitbench.store.format import scan
 
     kept, columns = {}, {}
     for _, _, _, row in scan(path):
@@ -96,7 +96,7 @@ def latest_rows_keeping_first(path):
 
 def scan_accepting_unterminated(path, decode=None):
     """A scanner that believes a last line without its newline (the next append is glued to it)."""
-    from vitbench.sweeps.jsonl import decode_record
+    from vitbench.store.format import decode_record
 
     decode = decode or decode_record
     offset = 0

@@ -73,12 +73,38 @@ def sample_slow(items, fraction: float, seed: int):
     return [i for i in items if id(i) not in dropped], [i for i in items if id(i) in dropped]
 
 
+def _selects(config, markers: set[str]) -> bool:
+    """Whether ``-m`` selects a test carrying ``markers`` (True when the expression cannot be
+    evaluated: then the parameters are computed, as without the marker)."""
+    expression = config.option.markexpr
+    if not expression:
+        return True
+    try:
+        from _pytest.mark.expression import Expression
+
+        return Expression.compile(expression).evaluate(lambda name, **_: name in markers)
+    except Exception:  # noqa: BLE001 - a private API: any change in it only costs collection time
+        return True
+
+
+def pytest_generate_tests(metafunc):
+    """``@pytest.mark.parametrize_when_selected(ARGNAME, FACTORY)``: ``FACTORY()`` gives the
+    parameters, called only when ``-m`` selects the test (the default run deselects slow tests,
+    and their samples of the timm and transformers registries cost seconds to draw)."""
+    marker = metafunc.definition.get_closest_marker("parametrize_when_selected")
+    if marker is None:
+        return
+    argname, factory = marker.args
+    markers = {m.name for m in metafunc.definition.iter_markers()}
+    metafunc.parametrize(argname, factory() if _selects(metafunc.config, markers) else [])
+
+
 def pytest_collection_modifyitems(config, items):
     try:
         import torch
 
         has_cuda = torch.cuda.is_available()
-    except Exception:  # torch missing or broken: CUDA tests cannot run either
+    except Exception:  # noqa: BLE001 - torch missing or broken: CUDA tests cannot run either
         has_cuda = False
     skip = pytest.mark.skip(reason="needs a CUDA device")
     for item in items:

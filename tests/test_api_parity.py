@@ -99,7 +99,7 @@ def test_sweep(capsys, tmp_path):
     assert main(["sweep", "--model", "mnist-vit,cifar-vit/4", "--depth", "1,2", "--out", str(tmp_path / "cli"), "-q"]) == 0
     capsys.readouterr()
     vitbench.sweep(models=["mnist-vit", "cifar-vit/4"], grid={"depth": [1, 2]}, out=tmp_path / "api")
-    from vitbench.sweeps import read_store
+    from vitbench.store import read_store
 
     cli, api = read_store(tmp_path / "cli")[0], read_store(tmp_path / "api")[0]
     assert len(cli) == 4 and stable(api_rows(cli)) == stable(api_rows(api))

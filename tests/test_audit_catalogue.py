@@ -201,7 +201,7 @@ def test_cli_exit_codes(capsys, tmp_path):
     assert main(["audit", "--format", "csv", "--source", "004", "--no-counted"]) == 0
     assert capsys.readouterr().out == by_name
     rows = list(csv.DictReader(io.StringIO(by_name)))
-    assert len(rows) == 3 and all(r["document"] == f"assignment l.{r['line']}" for r in rows)
+    assert len(rows) == 3 and all(r["document"] == f"assignment § {r['section']}" for r in rows)
 
     bad = _catalogue(tmp_path, GOOD.replace("quantity: params", "quantity: nonsense"))
     assert main(["audit", "--catalogue", str(bad)]) == 2

@@ -217,7 +217,7 @@ def test_latency_regression_from_runs_and_a_faster_run_passes():
 
 
 def test_gate_reads_a_sweep_stores_raw_runs(tmp_path):
-    from vitbench.sweeps.store import Store
+    from vitbench.store import Store
 
     for name, levels in (("base", [0.0100, 0.0103, 0.0098]), ("cur", [0.0130, 0.0127, 0.0133])):
         with Store.open(tmp_path / name) as store:

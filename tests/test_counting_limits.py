@@ -10,7 +10,7 @@ import pytest
 import vitbench
 from vitbench.cli import main
 from vitbench.counters.limits import MAX_TRACED_BLOCKS
-from vitbench.sweeps import read_store
+from vitbench.store import read_store
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import zlib
 import pytest
 
 from vitbench.cli import main
-from vitbench.sweeps import read_store
+from vitbench.store import read_store
 
 DEEP = "[" * 100_000 + "]" * 100_000
 

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from vitbench.cli import main
-from vitbench.sweeps import read_store
+from vitbench.store import read_store
 
 FACTORY = textwrap.dedent('''
     import pathlib

@@ -3,13 +3,14 @@ params == the module's, analytic MACs == the counters') or refused with a one-li
 Modules are built on the meta device (nothing downloaded, no weights initialised)."""
 
 import pytest
+from _lazy import LazyModule
 from test_families import TORCHVISION_META
 
 from vitbench.analytic import complexity
 from vitbench.counters import count
 from vitbench.models.derive import derive_spec
 
-timm = pytest.importorskip("timm")
+timm = LazyModule("timm")
 
 
 def meta(factory):

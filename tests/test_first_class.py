@@ -13,8 +13,9 @@ from __future__ import annotations
 import random
 
 import pytest
+from _lazy import LazyModule
 
-timm = pytest.importorskip("timm")
+timm = LazyModule("timm")
 
 SEED = 0
 SAMPLE = 30
@@ -48,7 +49,7 @@ def independent_count(name: str, input_size: tuple[int, int, int]) -> tuple[int,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", timm_sample())
+@pytest.mark.parametrize_when_selected("name", timm_sample)
 def test_analyze_fills_params_and_macs_for_any_timm_model(name):
     import vitbench
     from vitbench.models.references import resolve
@@ -137,7 +138,7 @@ def hf_independent_count(arch: str) -> tuple[int, int]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("arch", hf_sample() if __import__("importlib").util.find_spec("transformers") else [])
+@pytest.mark.parametrize_when_selected("arch", hf_sample)
 def test_analyze_fills_params_and_macs_for_any_hf_model_type(arch):
     import vitbench
 
@@ -167,7 +168,7 @@ def hf_image_sized_types() -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("arch", hf_image_sized_types() if __import__("importlib").util.find_spec("transformers") else [])
+@pytest.mark.parametrize_when_selected("arch", hf_image_sized_types)
 def test_every_hf_type_with_an_image_size_is_counted_or_refused_in_one_line(arch, capsys):
     """Each type, one by one: ``analyze`` gives a row with params and MACs, or refuses the
     model in one line with exit 2 (a video encoder, one that needs text or prompts, one whose

@@ -10,6 +10,7 @@ import statistics
 import pytest
 from scipy import stats
 
+from vitbench.errors import InputFileError, SpecError
 from vitbench.gate import RuleError, compare, parse_rules
 from vitbench.measure.stats import MIN_RUNS
 
@@ -45,6 +46,8 @@ def test_a_slowdown_beyond_the_threshold_but_not_beyond_the_noise_is_not_signifi
     # the test is against the rule's margin (1.05), not against no change at all
     assert row.p_value == pytest.approx(welch_p(BASE_RUNS, slower, 1.05), rel=1e-9)
     assert row.p_value > 0.1 and welch_p(BASE_RUNS, slower, 1.0) < 0.01
+    # scipy on the stated numbers: p 0.1640 against the margin (0.0029 against no change)
+    assert row.p_value == pytest.approx(0.1640, abs=5e-4)
     assert row.verdict == "not significant"
 
 
@@ -98,3 +101,72 @@ def test_repeated_rows_with_value_zero_compare_as_zero():
     result = compare(rows, rows, ["macs:0"])
     assert result.exit_code == 0
     assert all(r.baseline == 0 and r.current == 0 for r in result.rows if r.metric == "macs")
+
+
+@pytest.mark.parametrize("alpha", [0, 1, 1.5, -0.05, True, "0.05", None])
+def test_alpha_outside_the_open_unit_interval_is_refused(alpha):
+    with pytest.raises(SpecError, match="alpha"):
+        compare([record()], [record()], ["params:0"], alpha=alpha)
+
+
+def test_alpha_just_inside_the_interval_is_taken():
+    assert compare([record()], [record()], ["params:0"], alpha=0.999).alpha == 0.999
+
+
+@pytest.mark.parametrize("side", ["baseline", "current"])
+def test_an_empty_side_is_refused_as_having_no_records(side):
+    sides = {"baseline": [record()], "current": [record()], side: []}
+    with pytest.raises(InputFileError, match=f"{side} records: no records"):
+        compare(sides["baseline"], sides["current"], ["params:0"])
+
+
+@pytest.mark.parametrize("base_status, cur_status", [("error", "error"), ("oom", "ok")])
+def test_a_configuration_failed_on_either_side_is_named_not_compared(base_status, cur_status):
+    other = record(model="vit-s/16")
+    result = compare([record(status=base_status), other], [record(status=cur_status, params=5), other], ["params:0"])
+    assert [r.configuration.split()[0] for r in result.rows if r.metric == "params"] == ["vit-s/16"]
+    assert any(w.startswith("vit-ti/16") and f"status {base_status} in baseline, {cur_status} in current; "
+               "metrics not compared" in w for w in result.warnings)
+    assert result.exit_code == 0
+
+
+@pytest.mark.parametrize("rule", ["throughput:-100%", "throughput:-150%"])
+def test_a_throughput_rule_no_step_time_can_break_is_ok(rule):
+    """A drop of 100% or more would need steps of infinite (or negative) time: no margin on the
+    runs exists, and the halved throughput passes."""
+    slower = [2 * m for m in BASE_RUNS]
+    result = compare([record(BASE_RUNS, throughput_img_s=800.0)], [record(slower, throughput_img_s=400.0)], [rule])
+    assert verdict(result, "throughput_img_s").verdict == "ok" and result.exit_code == 0
+
+
+def test_a_p_value_equal_to_alpha_is_not_significant():
+    """Significant means p < alpha: at p == alpha the runs do not show the shift."""
+    slower = [m * 1.07 for m in BASE_RUNS]
+    p = verdict(compare([record(BASE_RUNS)], [record(slower)], ["latency_p50:+5%"]), "latency_p50_s").p_value
+    assert verdict(compare([record(BASE_RUNS)], [record(slower)], ["latency_p50:+5%"], alpha=p),
+                   "latency_p50_s").verdict == "not significant"
+
+
+def test_repeated_rows_that_disagree_below_one_second_fail():
+    """0.010 s and 0.020 s for one configuration: a 2x spread, whatever the unit's size."""
+    rows = [record(latency_p50_s=0.010), record(latency_p50_s=0.020)]
+    result = compare(rows, [record(latency_p50_s=0.010)], ["params:0"])
+    assert result.exit_code == 1
+    assert any("appears 2 times with latency_p50_s from 0.01 to 0.02" in f for f in result.failures)
+
+
+def test_a_status_regression_row_has_no_samples():
+    result = compare([record()], [record(status="error")], ["params:0"])
+    (row,) = result.rows
+    assert (row.metric, row.verdict, row.failed_rules) == ("status", "REGRESSION", ("status:ok",))
+    assert (row.n_baseline, row.n_current, row.p_value) == (0, 0, None)
+    assert row.note == "ok in baseline, error in current"
+
+
+def test_two_rules_on_one_metric_give_one_row_judged_by_both():
+    # latency_mean is no headline metric: it is compared only because rules name it, once
+    base, cur = [record(latency_mean_s=0.010)], [record(latency_mean_s=0.012)]
+    result = compare(base, cur, ["latency_mean:+5%", "latency_mean:+50%"])
+    rows = [r for r in result.rows if r.metric == "latency_mean_s"]
+    assert len(rows) == 1
+    assert rows[0].verdict == "REGRESSION" and tuple(rows[0].failed_rules) == ("latency_mean_s:+5%",)

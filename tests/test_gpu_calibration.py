@@ -14,7 +14,7 @@ import pytest
 import vitbench
 from vitbench.errors import SpecError
 from vitbench.measure.stats import quantile
-from vitbench.timemodel.calibration import CalibrationError
+from vitbench.timemodel.calibration.schema import CalibrationError
 from vitbench.timemodel.gpu_calibration import SUITE, GpuCalibration, load, observation, save
 from vitbench.timemodel.gpu_fit import Stacked, fit
 from vitbench.timemodel.gpu_model import profile_for

@@ -158,7 +158,7 @@ def test_concurrent_writers_lose_nothing_and_a_torn_line_is_skipped(tmp_path):
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     write_csv(synthetic(0)[0][3], tmp_path / "r.csv")
     sweep = tmp_path / "sweep"
-    from vitbench.sweeps.store import Store
+    from vitbench.store import Store
 
     with Store.open(sweep, sweep={"name": "s", "fingerprint": "f"}) as handle:
         handle.add({"id": "1", "model": "m", "status": "ok"})

@@ -13,14 +13,13 @@ import vitbench
 
 PACKAGE = Path(vitbench.__file__).parent
 
-#: bottom to top. A module belongs to the longest prefix listed. The store's format (its rows,
-#: checksummed lines, reader) sits with the records: it imports only errors and results, and the
-#: one results reader reads stores too.
+#: bottom to top. A module belongs to the longest prefix listed. The store (its rows, checksummed
+#: lines, atomic writes, reader, exports) sits with the records: it imports only errors, lazy and
+#: results, and the one results reader reads stores too.
 LAYERS = (
     ("vitbench.errors", "vitbench.lazy", "vitbench.units", "vitbench.documents", "vitbench.row_warnings",
      "vitbench.procfs"),
-    ("vitbench.results", "vitbench.reading", "vitbench.sweeps.jsonl", "vitbench.sweeps.store", "vitbench.sweeps.store_read",
-     "vitbench.sweeps.store_layout"),
+    ("vitbench.results", "vitbench.reading", "vitbench.store"),
     ("vitbench.specs", "vitbench.settings"),
     ("vitbench.presets",),
     ("vitbench.analytic",),
@@ -125,3 +124,16 @@ def test_no_circle_between_the_modules_of_a_package():
         if module not in state:
             visit(module, [module])
     assert circles == []
+
+
+RECORDS = ("vitbench.results", "vitbench.reading", "vitbench.store")
+
+
+def test_the_store_is_in_the_bottom_records_layer():
+    assert {layer_of(m) for m in ("vitbench.store", "vitbench.store.writer", "vitbench.store.atomic", *RECORDS)} == {1}
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if module_name(p).startswith(RECORDS)], ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_records_layer_imports_nothing_from_sweeps(path):
+    """The store, the record format and the one reader import nothing from sweeps, lazily or not."""
+    assert [f"{name} (line {line})" for name, line in imports_of(path) if name == "vitbench.sweeps" or name.startswith("vitbench.sweeps.")] == []

@@ -19,7 +19,7 @@ with 1 false regression.
 
 The profiles use ``--clock cpu`` (CPU time per thread): the wall-clock run medians vary by
 2-33% between runs here (the process gets part of a core); CPU time, with the steady host
-allocator (``--allocator steady``, the default), by 1.2-8.8% (20 trials: 20 of 20 identical pairs passed, 20 of 20 slowdowns caught). Before that allocator existed, CPU
+allocator (``--allocator steady``, which these profiles ask for), by 1.2-8.8% (20 trials: 20 of 20 identical pairs passed, 20 of 20 slowdowns caught). Before that allocator existed, CPU
 time varied by 12-22% between worker processes (glibc's dynamic mmap threshold: each process
 faulted in fresh pages differently), and 6 trials caught the slowdown in 5 (missed at +18%).
 Every trial's figures go to ``VITBENCH_E2E_OUT`` (JSON) when set. ``VITBENCH_E2E_TRIALS``
@@ -45,7 +45,8 @@ ROUNDS = int(os.environ.get("VITBENCH_E2E_RUNS", "16"))
 MODEL = "py:_gate_models:repeated"
 TESTS = Path(__file__).parent
 PROFILE = ["profile", MODEL, "--device", "cpu", "--batch-size", "8", "--threads", "1", "--runs", "1",
-           "--min-time", "0.3", "--warmup", "2", "--no-memory", "--clock", "cpu", "--format", "json"]
+           "--min-time", "0.3", "--warmup", "2", "--no-memory", "--clock", "cpu", "--allocator", "steady",
+           "--format", "json"]
 RULES = "throughput:-5%,latency_p50:+5%"
 SIDES = (("base", 4), ("same", 4), ("slow", 5))
 

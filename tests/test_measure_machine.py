@@ -30,15 +30,24 @@ def test_free_cores_by_hand():
     assert free_cores(4, None) == 4  # unknown load: every core
 
 
-def test_default_threads_are_the_free_cores_and_an_explicit_count_is_kept():
+def test_default_threads_are_fixed_by_the_machine_not_its_load_and_an_explicit_count_is_kept():
     busy = {"machine_cpus": 2, "machine_busy_cores": 1.0}
-    assert choose_threads(RunSettings(device="cpu"), "cpu", busy) == (1, [])
-    idle = {"machine_cpus": 8, "machine_busy_cores": 0.1}
-    assert choose_threads(RunSettings(device="cpu"), "cpu", idle) == (8, [])
+    idle = {"machine_cpus": 2, "machine_busy_cores": 0.0}
+    # the same count whatever the load at the start; the busy machine only adds a warning
+    threads, warnings = choose_threads(RunSettings(device="cpu"), "cpu", busy)
+    assert threads == 2 and [w["code"] for w in warnings] == ["threads-compete"] and "--threads 1" in warnings[0]["advice"]
+    assert choose_threads(RunSettings(device="cpu"), "cpu", idle) == (2, [])
+    assert choose_threads(RunSettings(device="cpu"), "cpu", {"machine_cpus": 64, "machine_busy_cores": 0.0}) == (4, [])
     threads, warnings = choose_threads(RunSettings(device="cpu", threads=2), "cpu", busy)
     assert threads == 2 and [w["code"] for w in warnings] == ["threads-compete"] and "--threads 1" in warnings[0]["advice"]
     assert choose_threads(RunSettings(device="cpu", threads=1), "cpu", busy) == (1, [])
     assert choose_threads(RunSettings(device="auto"), "cuda", busy) == (None, [])  # torch's default
+
+
+def test_default_thread_count_by_hand():
+    from vitbench.settings import DEFAULT_MAX_THREADS, default_threads
+
+    assert [default_threads(n) for n in (0, 1, 2, 3, 4, 16)] == [1, 1, 2, 3, 4, DEFAULT_MAX_THREADS]
 
 
 def test_warning_when_other_processes_use_the_cores_this_run_needs():

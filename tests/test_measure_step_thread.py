@@ -92,7 +92,7 @@ def _thread_after_a_primitive_failure():
             x = torch.randn(batch, 3, 32, 32)
             cap.level = _vm_data_bytes() + (batch - 900) * 64 * 1024
             try:
-                cap.run(lambda: conv(x))
+                cap.run(lambda x=x: conv(x))
             except RuntimeError as exc:
                 assert is_oom(exc, capped=True), exc
                 if "could not create a primitive" in str(exc):
@@ -135,5 +135,5 @@ def test_capped_blocks_work_again_after_recovering_from_a_primitive_failure():
         cap.recover()  # what the batch search and the measuring attempts do after an OOM
         assert cap.level >= _vm_data_bytes() + 32 * 2**20 + 64 * 2**20  # rebased: limit + headroom
         for batch in (7, failed_at, 500):  # new shapes, and the one that failed
-            out = cap.run(lambda: conv(torch.randn(batch, 3, 32, 32)))
+            out = cap.run(lambda batch=batch: conv(torch.randn(batch, 3, 32, 32)))
             assert out.shape == (batch, 32, 8, 8)

@@ -18,15 +18,9 @@ import vitbench
 from vitbench.analytic import complexity
 from vitbench.errors import SpecError
 from vitbench.models.references import resolve
-from vitbench.timemodel.calibration import (
-    Calibration,
-    CalibrationError,
-    calibration_key,
-    fit_affine,
-    fit_steps,
-    load,
-    save,
-)
+from vitbench.timemodel.calibration.cache import calibration_key, load, save
+from vitbench.timemodel.calibration.fitting import fit_affine, fit_steps
+from vitbench.timemodel.calibration.schema import Calibration, CalibrationError
 from vitbench.timemodel.cost import training_cost
 from vitbench.timemodel.fast import Predictor
 from vitbench.timemodel.model import BREAKDOWN, predict_ops
@@ -309,7 +303,7 @@ def test_cached_calibration_from_another_torch_is_replaced(tmp_path, monkeypatch
 
     from vitbench.measure.env import cpu_model
     from vitbench.timemodel import run
-    from vitbench.timemodel.calibration import cache_path
+    from vitbench.timemodel.calibration.cache import cache_path
 
     monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
     path = cache_path("cpu", cpu_model() or "", 1, torch.__version__)
@@ -363,7 +357,7 @@ def test_sweep_predict_stage(tmp_path, monkeypatch):
     import torch
 
     from vitbench.measure.env import cpu_model
-    from vitbench.timemodel.calibration import cache_path
+    from vitbench.timemodel.calibration.cache import cache_path
 
     monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path / "cache"))
     save(synthetic(threads=1), cache_path("cpu", cpu_model() or "", 1, torch.__version__))
@@ -384,7 +378,7 @@ def test_real_calibration_is_quick_and_sane(tmp_path):
     """A real calibration of this CPU at one thread: every part present and its numbers within
     physical bounds (no CPU core does 10^13 MAC/s or moves 10^13 bytes/s). How long it takes is
     benchmarks/predict's business (accuracy.py reports it), not a test's."""
-    from vitbench.timemodel.calibration import calibrate
+    from vitbench.timemodel.calibration.worker import calibrate
 
     cal = calibrate("cpu", 1)
     peak = max(r[3] for r in cal.gemm["float32"])
@@ -404,7 +398,7 @@ def test_a_cache_that_cannot_be_written_never_costs_the_prediction(layout, tmp_p
 
     from vitbench.measure.env import cpu_model
     from vitbench.timemodel import run
-    from vitbench.timemodel.calibration import cache_path
+    from vitbench.timemodel.calibration.cache import cache_path
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("VITBENCH_CACHE_DIR", str(cache))

@@ -12,8 +12,8 @@ from vitbench.analytic.scaling import attention_linear_crossover
 from vitbench.cli import main
 from vitbench.presets import resolve
 from vitbench.specs import spec_key
+from vitbench.store import Store
 from vitbench.studies import report
-from vitbench.sweeps import Store
 
 STUDY = """
     name: mini
@@ -75,11 +75,13 @@ def test_resolution_conclusion_matches_an_independent_scan(mini_report):
     # ViT-B/16 vs ResNet-50 never cross: check three resolutions directly.
     for res in (32, 224, 1024):
         assert complexity(resolve("vit-b/16", img_size=res)).macs > complexity(resolve("resnet50", img_size=res)).macs
-    assert "vit-b/16 vs resnet50: no crossover" in text
+    assert "vit-b/16 vs resnet50, analytic scan (multiples of 16 px, 16-1024 px): no crossover: vit-b/16 needs more MACs" in text
+    assert "Sweep rows: no change of order: vit-b/16 needs more MACs than resnet50 at 224, 384, 512 px" in text
     # ViT-Ti/16 passes ResNet-50 between 896 and 928 px (the scan steps by 16 px).
     at = {res: complexity(resolve("vit-ti/16", img_size=res)).macs - complexity(resolve("resnet50", img_size=res)).macs for res in (912, 928)}
     assert at[912] < 0 < at[928]
-    assert "vit-ti/16 vs resnet50: the curves cross between 912 and 928 px" in text
+    assert "vit-ti/16 vs resnet50, analytic scan (multiples of 16 px, 16-1024 px): the curves cross between 912 and 928 px" in text
+    assert "vit-ti/16 needs fewer MACs than resnet50 at 16-912 px, more at 928-1024 px" in text
     ratio = complexity(resolve("vit-b/16")).macs / complexity(resolve("resnet50")).macs
     assert f"{ratio:.3g}x at 224" in text  # 17.56 G / 4.089 G = 4.3x
 

@@ -68,7 +68,7 @@ def test_json_object_list_records_and_dataframe(tmp_path):
 
 
 def test_store_directory_is_read_by_the_store(tmp_path):
-    from vitbench.sweeps.store import Store
+    from vitbench.store import Store
 
     with Store.open(tmp_path / "s") as store:
         store.add({"id": "1", "model": "a", "macs": BIG, "run_medians_s": [0.1, 0.11], "status": "ok"})

@@ -45,7 +45,7 @@ def test_every_rule_names_known_codes_and_unknown_codes_are_refused():
 
 def test_warnings_survive_csv_json_and_the_store(tmp_path):
     from vitbench.reading import read_results
-    from vitbench.sweeps.store import Store, read_store
+    from vitbench.store import Store, read_store
 
     found = [warning("unstable-runs", "runs disagree, CV 15%", "rerun with more --runs"), warning("cpu-governor", "powersave")]
     row = {**ROW, "warnings": found}

@@ -18,7 +18,7 @@ from pathlib import Path
 import _slurm_cluster
 import pytest
 
-from vitbench.sweeps.store import read_store
+from vitbench.store import read_store
 
 GRID = ["--model", "cifar-vit/4", "--img-size", "32,64,96", "--patch-size", "4,8", "--batch-size", "1,2"]
 TOTAL = 12

@@ -9,8 +9,8 @@ import pytest
 
 from vitbench.cli import main
 from vitbench.errors import VitbenchError
+from vitbench.store import Store, StoreError, read_store
 from vitbench.sweeps.merging import merge
-from vitbench.sweeps.store import Store, StoreError, read_store
 
 
 def _row(i, **extra):

@@ -22,8 +22,8 @@ from typing import Any
 import _broken_stores as broken
 import pytest
 
+from vitbench.store import Store, StoreError, read_store
 from vitbench.sweeps.merging import merge
-from vitbench.sweeps.store import Store, StoreError, read_store
 
 TESTS = Path(__file__).resolve().parent
 BIG = 1_438_384_128  # the MACs the issue's truncated CSV kept as 1438
@@ -142,7 +142,7 @@ KILL_IN_REWRITE = """
 import os, signal, sys
 sys.path.insert(0, {tests!r})
 import _broken_stores
-from vitbench.sweeps.store import Store
+from vitbench.store import Store
 cls = getattr(_broken_stores, {name!r}, Store)
 real = os.write
 def write(fd, data):  # the first large write (the rewrite of rows.jsonl) dies half-way
@@ -284,18 +284,18 @@ FAULTS = {
     "mismatched shards on merge": (Variant(merge=broken.merge_without_definition_check), "mismatched shards"),
     "non-atomic write": (Variant(store=broken.InPlaceReplace), "kill in a rewrite"),
     "reader keeps the first record of an id": (
-        Variant(patches=(("vitbench.sweeps.store_read.latest_rows", broken.latest_rows_keeping_first),)), "last record wins"),
+        Variant(patches=(("vitbench.store.reader.latest_rows", broken.latest_rows_keeping_first),)), "last record wins"),
     "temporaries left behind": (Variant(store=broken.KeepsTemporaries), "temporaries removed"),
     "no CSV export on interrupt": (
         Variant(patches=(("vitbench.sweeps.run._export_quietly", broken.no_export_on_interrupt),)), "export on interrupt"),
     "unterminated record accepted": (
-        Variant(patches=(("vitbench.sweeps.store.scan", broken.scan_accepting_unterminated),
-                         ("vitbench.sweeps.store_read.scan", broken.scan_accepting_unterminated))), "unterminated record"),
+        Variant(patches=(("vitbench.store.writer.scan", broken.scan_accepting_unterminated),
+                         ("vitbench.store.reader.scan", broken.scan_accepting_unterminated))), "unterminated record"),
     "merge keeps a failed row over an ok one": (
         Variant(patches=(("vitbench.sweeps.merging._prefer", broken.never_prefer),)), "merge prefers ok"),
     "no fsync of the folder": (
-        Variant(patches=(("vitbench.sweeps.store.fsync_dir", broken.no_directory_fsync),
-                         ("vitbench.sweeps.jsonl.fsync_dir", broken.no_directory_fsync))), "folder fsync"),
+        Variant(patches=(("vitbench.store.writer.fsync_dir", broken.no_directory_fsync),
+                         ("vitbench.store.atomic.fsync_dir", broken.no_directory_fsync))), "folder fsync"),
 }
 
 

@@ -9,9 +9,9 @@ import pytest
 
 from vitbench.cli import main
 from vitbench.reading import read_results
-from vitbench.sweeps.export import export_store
+from vitbench.store import Store, read_store
+from vitbench.store.export import export_store
 from vitbench.sweeps.merging import merge
-from vitbench.sweeps.store import Store, read_store
 
 # Above 2^53 a float cannot hold every integer: 2^53 + 1 becomes 2^53 through a float.
 EXACT = 2**53 + 1

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from vitbench.cli import main
-from vitbench.sweeps.store import read_store
+from vitbench.store import read_store
 
 GRID = ["--model", "cifar-vit/4", "--img-size", "32,64", "--patch-size", "4,8,16", "--batch-size", "1,2"]  # 12 rows
 
@@ -48,7 +48,7 @@ def test_a_path_that_is_not_utf8(tmp_path, capsys):
 
 FAIL_AFTER = """
 import errno, os, sys
-import vitbench.sweeps.store as store
+import vitbench.store.writer as store
 count = []
 real = store.Store._append
 def append(self, fd, data):
@@ -109,7 +109,7 @@ def test_a_real_write_refused_by_the_kernel_mid_sweep(tmp_path):
 def test_the_store_never_writes_through_a_symlink(name, tmp_path):
     """A symlink planted in a store (its .lock, rows.jsonl, rows.damaged.jsonl) is refused in
     one line; the file it points to is never truncated, overwritten or appended to."""
-    from vitbench.sweeps.store import Store, StoreError
+    from vitbench.store import Store, StoreError
 
     out = tmp_path / "store"
     with Store.open(out) as store:

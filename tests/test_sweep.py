@@ -8,7 +8,8 @@ from vitbench.analytic import complexity
 from vitbench.cli import main
 from vitbench.errors import VitbenchError
 from vitbench.presets import resolve
-from vitbench.sweeps import expand, parse_shard, plan_from_grid, read_store, select_shard, sweep
+from vitbench.store import read_store
+from vitbench.sweeps import expand, parse_shard, plan_from_grid, select_shard, sweep
 
 
 def _plan(models, grid=None, **kw):
@@ -198,10 +199,10 @@ def test_configurations_whose_12_digit_ids_collide_are_all_kept(tmp_path, capsys
 def test_a_store_of_12_digit_ids_resumes_with_12_digit_ids(tmp_path):
     """A store an earlier vitbench wrote (12-digit ids, no id_hex_digits in sweep.json) resumes
     without running its rows again or mixing id lengths."""
+    from vitbench.store import Store
     from vitbench.sweeps.grid import iter_configs
     from vitbench.sweeps.rows import Runner
     from vitbench.sweeps.run import sweep_meta
-    from vitbench.sweeps.store import Store
 
     grid = {"img_size": [32, 64, 96], "depth": [1, 2]}
     plan = plan_from_grid(["cifar-vit/4"], grid)

@@ -8,7 +8,8 @@ import pytest
 
 from vitbench.cli import main
 from vitbench.settings import RunSettings
-from vitbench.sweeps import default_study_path, expand, load_sweep_file, read_store
+from vitbench.store import read_store
+from vitbench.sweeps import default_study_path, expand, load_sweep_file
 
 
 def _write(tmp_path, text, name="s.yaml"):

@@ -17,7 +17,7 @@ def test_ids_hash_the_spec_key_batch_and_stages_as_documented():
     configs = expand(plan)
     for c in configs:
         # computed independently from the built spec's key (the grid never builds specs for ids)
-        text = '%s\n{"batch_size":%d,"stages":["analytic"]}' % (spec_key(c.spec), c.batch_size)
+        text = spec_key(c.spec) + '\n{"batch_size":' + str(c.batch_size) + ',"stages":["analytic"]}'
         assert c.id == hashlib.sha1(text.encode()).hexdigest()[:32]
     # ViT: 3 sizes x 2 depths x 2 batches; ResNet-18 has no depth field: 3 sizes x 2 batches
     assert len(configs) == 12 + 6 == count_configs(plan)
@@ -62,7 +62,7 @@ def test_ids_follow_the_spec_key_when_a_newer_field_is_a_grid_axis():
     configs = expand(plan)
     assert len(configs) == count_configs(plan) == 2
     for c in configs:
-        text = '%s\n{"batch_size":1,"stages":["analytic"]}' % spec_key(c.spec)
+        text = spec_key(c.spec) + '\n{"batch_size":1,"stages":["analytic"]}'
         assert c.id == hashlib.sha1(text.encode()).hexdigest()[:32]
     assert '"reg_tokens"' not in spec_key(configs[0].spec) and '"reg_tokens":4' in spec_key(configs[1].spec)
 

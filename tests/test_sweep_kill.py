@@ -15,7 +15,7 @@ import pytest
 
 from vitbench.analytic import complexity
 from vitbench.presets import resolve
-from vitbench.sweeps.store import read_store
+from vitbench.store import read_store
 
 # cifar-vit/4 (32 px base): 4 sizes x 3 patch sizes x 2 batch sizes = 24 valid configurations.
 GRID = ["--model", "cifar-vit/4", "--img-size", "32,64,96,128", "--patch-size", "4,8,16", "--batch-size", "1,2"]
@@ -135,7 +135,7 @@ def test_sigterm_from_a_scheduler_is_handled_like_ctrl_c(tmp_path):
 # line, then SIGKILLs itself (what a kill -9, an OOM kill or a power cut does mid-write).
 KILL_MID_WRITE = """
 import os, signal, sys
-import vitbench.sweeps.store as store
+import vitbench.store.writer as store
 written = []
 real = store.Store._append
 def append(self, fd, data):
@@ -174,7 +174,7 @@ def test_a_kill_inside_a_record_write_is_detected_and_the_row_recomputed(tmp_pat
 
 BIG_WRITER = """
 import sys
-from vitbench.sweeps.store import Store
+from vitbench.store import Store
 
 class Announced(Store):  # says when a write starts (stdout only: the write itself is the real one)
     def _append(self, fd, data):
@@ -196,7 +196,7 @@ def test_random_sigkills_during_large_writes_never_lose_an_acknowledged_row(tmp_
     import random
     import shutil
 
-    from vitbench.sweeps.store import Store
+    from vitbench.store import Store
 
     rng = random.Random(13)
     torn = 0

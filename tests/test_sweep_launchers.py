@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from vitbench.sweeps import read_store, sweep
+from vitbench.store import read_store
+from vitbench.sweeps import sweep
 
 # cifar-vit/4: 4 sizes x 3 patches x 2 batches = 24 analytic configurations
 GRID = {"img_size": [32, 64, 96, 128], "patch_size": [4, 8, 16]}
@@ -71,7 +72,7 @@ def test_submitit_array_with_a_job_killed_or_preempted_ends_like_an_uninterrupte
                 models=["cifar-vit/4"], grid=GRID, batch_sizes=[1, 2], out=out, launcher="submitit",
                 launcher_options={"cluster": "local", "jobs": 3, "poll_s": 0.2, "on_submit": jobs.update},
             )
-        except BaseException as exc:  # surfaced in the test thread
+        except BaseException as exc:  # noqa: BLE001 - surfaced in the test thread
             outcome["error"] = exc
 
     thread = threading.Thread(target=launch)

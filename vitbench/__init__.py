@@ -21,7 +21,7 @@ _EXPORTS = {
     "sweep": "vitbench.sweeps",
     "predict": "vitbench.timemodel.run",
     "devices": "vitbench.timemodel.run",
-    "calibrate": "vitbench.timemodel.calibration",
+    "calibrate": "vitbench.timemodel.calibration.worker",
     "plan": "vitbench.analytic.memory",
     "memory_estimate": "vitbench.analytic.memory",
     "plan_records": "vitbench.api",
@@ -43,3 +43,26 @@ _EXPORTS = {
 __all__ = ["__version__", *_EXPORTS]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+
+def _records_html(records):
+    from vitbench.reporting.html import table
+
+    return table(records)
+
+
+def _records_plot(records, **options):
+    from vitbench.reporting.records_plot import plot_records
+
+    return plot_records(records, **options)
+
+
+def _register_displays() -> None:
+    """Records display themselves with the reporting layer's table and plot, imported when first
+    used; results.py, below the reporting layer, only looks them up."""
+    from vitbench.results import DISPLAY
+
+    DISPLAY.update(html=_records_html, plot=_records_plot)
+
+
+_register_displays()

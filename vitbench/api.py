@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from vitbench.analytic.identity import identity_record
-from vitbench.counters.fill import fill_counted
+from vitbench.counters.fill import counted_identity, fill_counted
 from vitbench.errors import SpecError
 from vitbench.models.target import Target, is_module
 from vitbench.results import Records
@@ -34,6 +34,8 @@ def analyze(
     batch_size: int = 1,
     counters: Sequence[str] = ("analytic",),
     input_size: Any = None,
+    on_progress: Callable[[int, int, str], None] | None = None,
+    module_table: int | None = None,
     **overrides: Any,
 ) -> Records:
     """Parameters and MACs of each model: analytic where a formula exists, counted otherwise.
@@ -41,7 +43,10 @@ def analyze(
     Presets and specs: the analytic figures, plus traced counters on request. References and
     live modules: also always ``module_params`` (counted from the built module) and
     ``dispatch_macs`` (the dispatch counter on meta); when no formula covers the model, the
-    analytic columns are empty and ``analytic_note`` says why.
+    analytic columns are empty and ``analytic_note`` says why. ``on_progress(done, total, label)``
+    is called as each model starts. ``module_table=DEPTH``: each row also has ``fvcore_table``,
+    fvcore's per-module table (parameters, MACs, activations) to that depth, from the row's own
+    fvcore count when ``counters`` has fvcore. Each model is resolved once.
 
     >>> analyze("vit-b/16", img_size=384).to_frame()  # doctest: +SKIP
     >>> analyze(torchvision.models.resnet50(), input_size=(3, 224, 224))  # doctest: +SKIP
@@ -54,45 +59,73 @@ def analyze(
     unknown = [c for c in counters if c not in COUNTERS]
     if unknown:
         raise SpecError("counters", ",".join(unknown), f"must be among {', '.join(COUNTERS)}")
-    from vitbench.counters import count_record
-    from vitbench.counters.limits import CountingRefused
-
     records = Records()
-    for target in resolve_models(models, overrides, input_size=input_size):
-        record = identity_record(target, batch_size)
+    targets = resolve_models(models, overrides, input_size=input_size)
+    for index, target in enumerate(targets):
         traced = [c for c in counters if c != "analytic"]
         if target.source not in ("preset", "spec") and "dispatch" not in traced:
             traced.append("dispatch")  # the counted answer for any model
-        try:
-            if traced:
-                record.update(count_record(target, batch_size, traced, record))
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except CountingRefused as exc:  # too large to trace: said from the analytic size, nothing built
-            record.update(status="refused", error=str(exc).split(": ", 1)[-1])
-        except Exception as exc:  # noqa: BLE001 - one model's failure is its row, not the command's
-            record.update(status="error", error=f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500])
-        fill_counted(record)
-        if target.analytic_note:
-            record["analytic_note"] = target.analytic_note
-        if target.overrides:
-            record["overrides"] = target.overrides_text
-        records.append(record)
+        if on_progress is not None:
+            on_progress(index, len(targets), f"{target.label}: {', '.join(traced) or 'analytic'}")
+        records.append(_analyzed(target, batch_size, traced, module_table))
     return records
 
 
+
+def _analyzed(target: Target, batch_size: int, traced: list[str], table_depth: int | None = None) -> dict[str, Any]:
+    """One model's row for :func:`analyze`: identity, analytic figures, the ``traced`` counters
+    (and fvcore's module table to ``table_depth``). The batch size is checked once, here."""
+    from vitbench.counters import count_target, counted_record
+    from vitbench.counters.limits import CountingRefused
+
+    record = identity_record(target, batch_size)  # checks batch_size
+    try:
+        if traced:
+            record.update(counted_record(target, batch_size, traced, record, table_depth=table_depth if "fvcore" in traced else None))
+        if table_depth is not None and "fvcore" not in traced:
+            record["fvcore_table"] = count_target(target, batch_size, ("fvcore",), table_depth=table_depth).fvcore_table
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except CountingRefused as exc:  # too large to trace: said from the analytic size, nothing built
+        record.update(status="refused", error=str(exc).split(": ", 1)[-1])
+    except Exception as exc:  # noqa: BLE001 - one model's failure is its row, not the command's
+        record.update(status="error", error=f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500])
+    fill_counted(record)
+    if target.analytic_note:
+        record["analytic_note"] = target.analytic_note
+    if target.overrides:
+        record["overrides"] = target.overrides_text
+    return record
+
 def plan_records(models: Iterable[Any], memory_bytes: int | None = None, batch_size: int | None = None,
                  mode: str = "train", precision: str = "fp32", optimizer: str = "adamw", attention: str | None = None,
-                 *, trace: bool = True) -> Records:
+                 *, trace: bool = True, on_progress: Callable[[int, int, str], None] | None = None) -> Records:
     """:func:`vitbench.analytic.memory.plan_records` as ``vitbench plan`` runs it: a model the
     memory replay does not cover is traced on fake tensors (``trace=False``: its row stays
     empty, with the reason). ``models``: Targets (``resolve_models``), specs, or anything
-    ``resolve_models`` takes."""
+    ``resolve_models`` takes. ``on_progress(done, total, label)`` is called as each model starts."""
     from vitbench.analytic.memory import plan_records as replayed
     from vitbench.counters.memory_trace import trace_target
 
     if isinstance(models, str) or not isinstance(models, Iterable) or is_module(models):
         models = [models]
     targets = [m if isinstance(m, Target) else resolve_models([m])[0] for m in models]
-    return replayed(targets, memory_bytes, batch_size, mode, precision, optimizer, attention,
-                    trace=trace_target if trace else None)
+    if on_progress is None:
+        return _counted(targets, replayed(targets, memory_bytes, batch_size, mode, precision, optimizer, attention,
+                                          trace=trace_target if trace else None))
+    records = Records()
+    for index, target in enumerate(targets):
+        on_progress(index, len(targets), target.label)
+        records.extend(replayed([target], memory_bytes, batch_size, mode, precision, optimizer, attention,
+                                trace=trace_target if trace else None))
+    return _counted(targets, records)
+
+
+def _counted(targets: Sequence[Target], records: Records) -> Records:
+    """Planned rows of models no formula covers with ``params`` and ``macs`` counted, as
+    ``analyze`` counts them (:func:`vitbench.counters.fill.counted_identity`)."""
+    counts: dict = {}
+    for target, record in zip(targets, records):
+        counted = counted_identity(target, record.get("batch_size"), counts)
+        record.update({k: v for k, v in counted.items() if k in ("params", "macs") and record.get(k) is None})
+    return records

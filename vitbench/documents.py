@@ -25,11 +25,15 @@ def cite(file: str, section: str = "") -> str:
     return f"the {short} “{title}”" + (f", {section}" if section else "")
 
 
-def where(file: str, line: int | str) -> str:
-    """'tutorial l.652': the document by its short name, and the line a quote can be found near."""
+def where(file: str, section: str | None = None, quote: str | None = None) -> str:
+    """'tutorial § 5.5 Overview': the document by its short name (:func:`legend` gives its title
+    and file name) and the heading a reader searches for; without a section, the quoted phrase
+    ('tutorial, “21M”'). Never a line number: a reader has the document, not our copy's lines."""
     number = number_of(file)
-    short = DOCUMENTS[number][0] if number in DOCUMENTS else number
-    return f"{short} l.{line}"
+    short = DOCUMENTS[number][0] if number in DOCUMENTS else str(file)
+    if section:
+        return f"{short} § {section}"
+    return f"{short}, “{' '.join(str(quote).split())}”" if quote else short
 
 
 def legend() -> list[str]:

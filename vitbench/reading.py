@@ -1,7 +1,7 @@
 """The one results reader: records and metadata from any results source (a CSV or JSON file, a
 sweep store directory, records in memory, a pandas DataFrame).
 
-It sits above :mod:`vitbench.results` (the record format) and :mod:`vitbench.sweeps.store` (the
+It sits above :mod:`vitbench.results` (the record format) and :mod:`vitbench.store` (the
 store's layout), so neither of those imports the other's reader.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from vitbench.errors import InputFileError
 from vitbench.results import Records, normalize_record, read_input_text, records_from_csv, records_from_json
-from vitbench.sweeps.store import read_store
+from vitbench.store.reader import read_store
 
 
 def read_results(source: Any, role: str = "results") -> tuple[Records, dict[str, Any]]:

@@ -6,12 +6,11 @@ them. Units are raw: integer counts, seconds, bytes. Formatting belongs to the r
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +50,15 @@ def identity_columns(
     }
 
 
+#: how :class:`Records` show themselves (``html``: an HTML table, ``plot``: a matplotlib Axes):
+#: functions of the reporting layer, registered by the package root (``vitbench/__init__.py``),
+#: because this bottom layer imports nothing above it
+DISPLAY: dict[str, Callable[..., Any]] = {}
+
+
 class Records(list):
-    """A list of record dicts that converts to a pandas DataFrame."""
+    """A list of record dicts that converts to a pandas DataFrame (``to_frame``), to CSV, shows
+    itself in Jupyter as an HTML table (``_repr_html_``) and draws itself (``plot``)."""
 
     def to_frame(self):
         import pandas as pd
@@ -65,6 +71,19 @@ class Records(list):
             return csv_text(self)
         write_csv(self, path)
         return None
+
+    def _repr_html_(self) -> str:
+        """Jupyter's display: an HTML table, units formatted by the report layer, every cell
+        escaped; a long list shows its head and tail and says how many rows are hidden."""
+        return DISPLAY["html"](self)
+
+    def plot(self, x: str | None = None, y: str | None = None, by: str | None = "model", ax: Any = None) -> Any:
+        """A matplotlib Axes: ``y`` against ``x``, one line per value of ``by`` (``None``: one
+        line). Defaults: ``x`` the first of img_size, batch_size, patch_size, depth that varies,
+        ``y`` the first of macs, throughput_img_s, pred_latency_s, latency_p50_s,
+        peak_memory_bytes, params the rows have. Draws on ``ax`` when given (in Jupyter the
+        figure shows inline). Needs matplotlib."""
+        return DISPLAY["plot"](self, x=x, y=y, by=by, ax=ax)
 
 
 def check_output_path(path: str | os.PathLike, field: str = "file") -> Path:
@@ -136,43 +155,21 @@ def check_output_dir(path: str | os.PathLike, field: str = "out") -> Path:
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, field: str = "file") -> None:
-    """Write to a temporary file in the same folder, fsync, rename over ``path``, fsync the
-    folder (the same guarantee as :func:`vitbench.sweeps.jsonl.write_atomic`): a reader
-    (or a crash) sees the old file or the new one, never half of one. The file gets the usual
-    permissions (0666 less the umask), not the temporary file's 0600. Only a regular file is
-    ever replaced (:func:`check_output_path`); a file-system failure is one
-    :class:`OutputFileError` naming ``field``."""
+    """Write ``text`` through :func:`vitbench.store.atomic.write_atomic` (a temporary file in the
+    same folder, fsync, rename over ``path``, fsync the folder): a reader (or a crash) sees the
+    old file or the new one, never half of one. The file gets the usual permissions (0666 less
+    the umask). Only a regular file is ever replaced (:func:`check_output_path`, checked again
+    just before the rename); a file-system failure is one :class:`OutputFileError` naming
+    ``field``."""
     from vitbench.errors import OutputFileError
+    from vitbench.store.atomic import write_atomic
 
     path = check_output_path(path, field)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        write_atomic(path, text.encode("utf-8"), before_replace=lambda: check_output_path(path, field))
     except OSError as exc:
         raise OutputFileError(f"{field}={str(path)!r}: cannot be written ({exc.strerror or exc.__class__.__name__})") from None
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        check_output_path(path, field)  # still not replaced by something else meanwhile
-        os.replace(tmp, path)
-        from vitbench.sweeps.jsonl import fsync_dir
-
-        fsync_dir(path.parent)  # the rename itself survives a power cut, as the store's writes do
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise OutputFileError(f"{field}={str(path)!r}: cannot be written ({exc.strerror or exc.__class__.__name__})") from None
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _csv_cell(value: Any) -> str:
@@ -324,20 +321,35 @@ def records_from_csv(text: str, where: str) -> list[dict[str, Any]]:
     return [dict(zip(header, values)) for values in zip(*columns)] if columns else [{} for _ in body]
 
 
+#: a whole number beyond this many digits is read as a float: converting ``1e9999999`` to an
+#: exact integer would take hours
+_MAX_WHOLE_DIGITS = 4000
+
+
 def _typed_column(name: str, cells: list[str]) -> list[Any]:
     present = [c.strip() for c in cells if c.strip() not in _MISSING_TEXT]
     if not present:
         return [None] * len(cells)
-    if name == "id" or name.startswith(_TEXT_PREFIXES) or name.endswith(_TEXT_SUFFIXES):  # "13.0" is a version
-        return [None if c.strip() in _MISSING_TEXT else c for c in cells]
+    convert = _cell_converter(name, present)
+    return [None if c.strip() in _MISSING_TEXT else convert(c) for c in cells]
+
+
+def _cell_converter(name: str, present: list[str]) -> Callable[[str], Any]:
+    """How every cell of a column is read, decided from its non-missing cells: text for ids and
+    text-named columns (``13.0`` is a version), booleans, exact integers, floats, else lists or
+    text."""
+    if name == "id" or name.startswith(_TEXT_PREFIXES) or name.endswith(_TEXT_SUFFIXES):
+        return lambda cell: cell
     if all(c.lower() in ("true", "false") for c in present):
-        return [None if c.strip() in _MISSING_TEXT else c.strip().lower() == "true" for c in cells]
+        return lambda cell: cell.strip().lower() == "true"
     numbers = [_number_text(c) for c in present]
-    if all(n is not None for n in numbers):
-        whole = not name.endswith(_FLOAT_SUFFIXES) and all(n.is_finite() and n == n.to_integral_value() for n in numbers)
-        convert = (lambda t: int(_number_text(t))) if whole else (lambda t: int(t) if _INTEGER.match(t) else float(t))
-        return [None if c.strip() in _MISSING_TEXT else convert(c.strip()) for c in cells]
-    return [None if c.strip() in _MISSING_TEXT else _list_or_text(c) for c in cells]
+    if not all(n is not None for n in numbers):
+        return _list_or_text
+    whole = not name.endswith(_FLOAT_SUFFIXES) and all(
+        n.is_finite() and n.adjusted() < _MAX_WHOLE_DIGITS and n == n.to_integral_value() for n in numbers)
+    if whole:
+        return lambda cell: int(_number_text(cell.strip()))
+    return lambda cell: int(cell.strip()) if _INTEGER.match(cell.strip()) else float(cell.strip())
 
 
 def _number_text(text: str):

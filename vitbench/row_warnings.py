@@ -45,6 +45,7 @@ CODES: dict[str, str] = {
     "counter-note": "counting",         # a counter skipped, fell back or could not count
     "calibration-refused": "prediction",  # a cached calibration could not be used
     "calibration-not-saved": "prediction",
+    "trace-misses-work": "prediction",  # the traced step has fewer MACs than the count (a fused fast path)
     "cost-from-inference": "cost",      # a training cost from an inference step
     "legacy": "legacy",                 # a plain-text warning of results written before codes
 }

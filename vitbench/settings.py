@@ -6,7 +6,7 @@ No torch import.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Any, Union
+from typing import Any
 
 from vitbench.errors import SpecError
 from vitbench.specs.vit import ATTENTIONS
@@ -31,9 +31,14 @@ DEFAULT_RUNS = 5
 #: process's CPU time per thread (what the step costs when it has the cores to itself: on a
 #: time-shared machine it grows far less than wall time; Google Benchmark's default clock). CPU only.
 CLOCKS = ("wall", "cpu")
-#: the host allocator during a measurement: ``steady`` = glibc malloc with fixed mmap and trim
-#: thresholds (no page-fault churn that varies from process to process); ``system`` = as it is
-ALLOCATORS = ("steady", "system")
+#: the host allocator during a measurement: ``system`` (the default) = glibc's malloc as the user's
+#: own process has it, so a step costs what a plain PyTorch loop measures; ``steady`` = glibc malloc
+#: with fixed mmap and trim thresholds (no page-fault churn that varies from process to process:
+#: lower noise between runs, for comparisons measured the same way, but ~10% faster steps than a
+#: plain loop on some models)
+ALLOCATORS = ("system", "steady")
+#: the most CPU threads the default thread count uses (``default_threads``)
+DEFAULT_MAX_THREADS = 4
 #: the stages of a sweep row
 STAGES = ("analytic", "counters", "predict", "measured")
 #: how a sweep runs: ``local`` = this process; ``gpus`` = one worker per GPU; ``submitit`` = a Slurm job array
@@ -45,6 +50,7 @@ __all__ = [
     "CLOCKS",
     "COUNTERS",
     "COUNT_METHODS",
+    "DEFAULT_MAX_THREADS",
     "DEFAULT_RUNS",
     "DEVICES",
     "LAUNCHERS",
@@ -54,10 +60,11 @@ __all__ = [
     "STAGES",
     "RunSettings",
     "check_batch_size",
+    "default_threads",
     "settings_fields",
 ]
 
-BatchSize = Union[int, str]
+BatchSize = int | str
 
 
 def _is_int(value: Any) -> bool:
@@ -80,6 +87,15 @@ def check_batch_size(batch_size: Any, *, auto: bool = False) -> None:
         raise SpecError("batch_size", batch_size, f"must be a positive integer up to {MAX_BATCH_SIZE:,}" + (" or 'auto'" if auto else ""))
 
 
+def default_threads(cpus: int) -> int:
+    """The CPU thread count a measurement uses when none is given: the CPUs this process may run
+    on, at most :data:`DEFAULT_MAX_THREADS`. Fixed by the machine, never by its load at the start,
+    so the same command measures with the same count whenever it runs.
+
+        threads = min(max(1, cpus), DEFAULT_MAX_THREADS)"""
+    return min(max(1, cpus), DEFAULT_MAX_THREADS)
+
+
 #: the most intra-op threads a run may ask for (libgomp crashed at 100,000)
 MAX_THREADS = 1024
 #: the largest batch size anything accepts (a tensor dimension of 2^31 images is already absurd)
@@ -92,8 +108,9 @@ class RunSettings:
 
     ``batch_size='auto'``: the largest batch the memory model (``vitbench plan``) predicts to fit
     the memory budget (``memory_limit_bytes``, else the machine's available memory), verified by
-    running it and backed off while it does not fit. ``threads=None``: the free cores of a busy
-    machine (affinity less what other processes use, at least 1). ``runs``: fresh worker
+    running it and backed off while it does not fit. ``threads=None``: on the CPU, :func:`default_threads`
+    of the CPUs this process may use (at most :data:`DEFAULT_MAX_THREADS`; never the load at the
+    start); the count used is the row's ``threads`` column (``threads_auto`` when defaulted). ``runs``: fresh worker
     processes per configuration, pooled (``run_medians_s`` carries the between-run spread);
     ``runs=1`` with ``isolate=False`` measures in this process. ``timeout_s`` applies to each
     worker (a timeout alone makes the run a worker). ``memory_limit_bytes``: a cap from the
@@ -101,8 +118,10 @@ class RunSettings:
     measured peak is verified against. ``memory_check``: refuse, without running, a
     configuration the memory model predicts over the cap or over the machine's memory.
     ``clock``: what the timing samples measure (``CLOCKS``: wall time, or the process's CPU
-    time per thread, which a busy machine inflates far less). ``allocator``: ``steady`` fixes
-    glibc malloc's thresholds for the run (:mod:`vitbench.measure.allocator`), ``system`` leaves them.
+    time per thread, which a busy machine inflates far less). ``allocator``: ``system`` (the default)
+    leaves glibc malloc as the user's process has it (what a plain training loop measures);
+    ``steady`` fixes its thresholds for the run (:mod:`vitbench.measure.allocator`: less noise
+    between runs, faster steps than a plain loop on some models).
     ``peak_flops`` / ``peak_bandwidth`` (FLOP/s, bytes/s) override the device table (needed for
     MFU on a CPU); ``max_batch_size`` bounds the auto batch size."""
 
@@ -129,9 +148,20 @@ class RunSettings:
     runs: int = DEFAULT_RUNS
     memory_check: bool = True
     clock: str = "wall"
-    allocator: str = "steady"
+    allocator: str = "system"
 
     def __post_init__(self) -> None:
+        self._check_choices()
+        self._check_counts()
+        self._check_numbers()
+        if self.device == "cuda" and self.clock == "cpu":
+            raise SpecError("clock", "cpu", "the CPU-time clock is for --device cpu (on CUDA the CPU only launches kernels)")
+        if self.device == "cpu" and self.precision == "fp16":
+            raise SpecError(
+                "precision", "fp16", "fp16 autocast needs --device cuda; use bf16 or fp32 on the CPU"
+            )
+
+    def _check_choices(self) -> None:
         for name, choices in (
             ("device", DEVICES),
             ("mode", MODES),
@@ -144,10 +174,12 @@ class RunSettings:
             if getattr(self, name) not in choices:
                 shown = ", ".join("none" if c is None else c for c in choices)
                 raise SpecError(name, getattr(self, name), f"must be one of {shown}")
-        check_batch_size(self.batch_size, auto=True)
         for name in ("channels_last", "compile", "memory", "isolate", "memory_check"):
             if not isinstance(getattr(self, name), bool):
                 raise SpecError(name, getattr(self, name), "must be true or false")
+
+    def _check_counts(self) -> None:
+        check_batch_size(self.batch_size, auto=True)
         if self.threads is not None and not (_is_int(self.threads) and 0 < self.threads <= MAX_THREADS):
             # 100,000 threads crashed libgomp (SIGSEGV) instead of failing
             raise SpecError("threads", self.threads, f"must be a positive integer up to {MAX_THREADS}")
@@ -159,6 +191,8 @@ class RunSettings:
             raise SpecError("runs", self.runs, "must be an integer >= 1")
         if not (_is_int(self.max_batch_size) and self.max_batch_size >= 1):
             raise SpecError("max_batch_size", self.max_batch_size, "must be a positive integer")
+
+    def _check_numbers(self) -> None:
         _positive_number("min_run_time_s", self.min_run_time_s, allow_none=False)
         for name in ("peak_flops", "peak_bandwidth", "timeout_s"):
             _positive_number(name, getattr(self, name))
@@ -166,12 +200,6 @@ class RunSettings:
             _is_int(self.memory_limit_bytes) and self.memory_limit_bytes > 0
         ):
             raise SpecError("memory_limit_bytes", self.memory_limit_bytes, "must be a positive integer")
-        if self.device == "cuda" and self.clock == "cpu":
-            raise SpecError("clock", "cpu", "the CPU-time clock is for --device cpu (on CUDA the CPU only launches kernels)")
-        if self.device == "cpu" and self.precision == "fp16":
-            raise SpecError(
-                "precision", "fp16", "fp16 autocast needs --device cuda; use bf16 or fp32 on the CPU"
-            )
 
     @property
     def in_worker(self) -> bool:

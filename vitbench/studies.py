@@ -42,6 +42,7 @@ def report(
     resume: bool = False,
     force: bool = False,
     plots: bool = True,
+    html: bool = False,
     command: str | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
@@ -51,7 +52,9 @@ def report(
     ``source``: a results store directory or results CSV (rendered as is), or a sweep file (run
     into ``out`` first; rerun from scratch unless ``resume``). ``None``: the default study.
     ``threads``/``device``/``runs`` replace the measure settings of every measured study.
-    ``plots=False`` writes the markdown and tables without drawing the PNGs.
+    ``plots=False`` writes the markdown and tables without drawing the PNGs. ``html=True`` also
+    writes ``report.html`` beside ``report.md``: the same content in one self-contained file
+    (tables as HTML, plots and table CSVs embedded as data URIs), ``ReportResult.html``.
 
     >>> report("study.yaml", "reports/study", threads=1, runs=3)  # doctest: +SKIP
     """
@@ -83,7 +86,8 @@ def report(
         records, info = _read(staging)
         _write_json(records, staging)
         command = command or _command(source, out_dir, default_out, changes)
-        built = render_report(records, staging, sidecar=info, command=command, plots=plots, sweep_result=result)
+        built = _with_html(render_report(records, staging, sidecar=info, command=command, plots=plots,
+                                         sweep_result=result), html)
         _swap_in(staging, out_dir)
         return _moved(built, staging, out_dir)
     if not (path.is_dir() or path.suffix.lower() in (".csv", ".json")):
@@ -99,7 +103,18 @@ def report(
     check_output_dir(out_dir, "out")
     _copy_results(path, records, out_dir, force=force)
     command = command or _command(source, out_dir, default_out, {})
-    return render_report(records, out_dir, sidecar=info, command=command, plots=plots)
+    return _with_html(render_report(records, out_dir, sidecar=info, command=command, plots=plots), html)
+
+
+def _with_html(result: ReportResult, html: bool) -> ReportResult:
+    """``result`` with ``report.html`` written beside its report.md (when ``html``)."""
+    if not html:
+        return result
+    from dataclasses import replace
+
+    from vitbench.reporting.html import write
+
+    return replace(result, html=write(result.report))
 
 
 def _report_interrupted(stopped: Any, out: Path) -> Any:
@@ -154,7 +169,8 @@ def _moved(result: ReportResult, staging: Path, out: Path) -> ReportResult:
     if sweep is not None and getattr(sweep, "out", None) is not None:
         sweep = replace(sweep, out=move(sweep.out))
     return replace(result, out=out, report=move(result.report), plots=[move(p) for p in result.plots],
-                   tables=[move(p) for p in result.tables], sweep=sweep)
+                   tables=[move(p) for p in result.tables], sweep=sweep,
+                   html=move(result.html) if result.html is not None else None)
 
 
 def _read(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -174,7 +190,7 @@ def _write_json(records: list[dict[str, Any]], out: Path) -> None:
 
 def _check_rerun(out: Path, name: str, *, resume: bool, force: bool) -> None:
     """Rerunning a study replaces its own earlier rows; rows of another sweep need --force."""
-    from vitbench.sweeps.store import is_store
+    from vitbench.store.reader import is_store
 
     if resume or force or not is_store(out):
         return
@@ -192,7 +208,7 @@ def _copy_results(source: Path, records: list[dict[str, Any]], out: Path, *, for
     results held there already need ``force``); a results file becomes ``out``/results.csv. Both
     get results.json (every record, raw samples included)."""
     from vitbench.results import atomic_write_text
-    from vitbench.sweeps.store import is_store
+    from vitbench.store.reader import is_store
 
     if source.resolve() in (out.resolve(), (out / "results.csv").resolve()):
         return

@@ -46,7 +46,7 @@ def main() -> None:
     prof = _profile_step(workload)
     profile = MemoryProfile(prof.profiler.kineto_results)
     live = 0
-    for t, action, (key, version), size in profile.timeline:
+    for _time, action, (key, version), size in profile.timeline:
         if not isinstance(key, TensorKey) or key.device.type != "cuda":
             continue
         if profile._categories.get(key, version) != Category.GRADIENT:

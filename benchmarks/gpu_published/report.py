@@ -25,14 +25,7 @@ def _pct(value: float | None) -> str:
 
 def write_report(folder: Path, results: list[dict], summary: dict, missing: list, fitted: dict, spec_of: dict) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    columns = ["file", "role", "model", "family", "img_size", "batch_size", "mode", "reparam", "pred_throughput_img_s",
-               "ratio", "host_bound", "dominant"]
-    with open(folder / "predictions.csv", "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        for row in results:
-            writer.writerow({**row, "pred_throughput_img_s": f"{row['pred_throughput_img_s']:.2f}",
-                             "ratio": f"{row['ratio']:.4f}"})
+    _write_predictions(folder / "predictions.csv", results)
     plots = _plots(folder, results, spec_of)
     lines = [
         "# GPU time without the GPU: the cost model against timm's published throughputs",
@@ -86,18 +79,7 @@ def write_report(folder: Path, results: list[dict], summary: dict, missing: list
               "(traced with autocast's fp32 casts around every norm: predicted 2x too slow), CaiT's "
               "talking-heads attention (strided copies the model prices as plain ones: 1.8-2x too fast).",
               ""]
-    lines += ["", "## By family (judged rows only)", "",
-              "| file | role | " + " | ".join(FAMILIES) + " |", "|---|---|" + "---|" * len(FAMILIES)]
-    for key, roles in summary.items():
-        for role, families in roles.items():
-            if role == "fitted":
-                continue
-            cells = []
-            for name in FAMILIES:
-                f = families.get(name, {})
-                cells.append(f"{_pct(f.get('median'))} / {_pct(f.get('p90'))} (n={f.get('n', 0)})" if f.get("n") else "")
-            lines.append(f"| {key} | {role} | " + " | ".join(cells) + " |")
-    lines += ["", "Cells: median / 90th percentile of |predicted / published - 1|.", ""]
+    lines += _family_lines(summary)
     lines += ["## Fitted parameters", "", "| parameter | " + " | ".join(fitted) + " |", "|---|" + "---:|" * len(fitted)]
     from dataclasses import asdict
 
@@ -107,7 +89,38 @@ def write_report(folder: Path, results: list[dict], summary: dict, missing: list
     lines += ["", "## Predicted against published, per file", ""]
     for key, path in plots.items():
         lines += [f"### {key}", "", f"![{key}]({path.name})", ""]
-    lines += ["## The worst ten of each judged file, and why", ""]
+    lines += _worst_lines(summary, results) + _missing_lines(missing)
+    (folder / "report.md").write_text("\n".join(lines) + "\n")
+
+
+def _write_predictions(path: Path, results: list[dict]) -> None:
+    columns = ["file", "role", "model", "family", "img_size", "batch_size", "mode", "reparam", "pred_throughput_img_s",
+               "ratio", "host_bound", "dominant"]
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        for row in results:
+            writer.writerow({**row, "pred_throughput_img_s": f"{row['pred_throughput_img_s']:.2f}",
+                             "ratio": f"{row['ratio']:.4f}"})
+
+
+def _family_lines(summary: dict) -> list[str]:
+    lines = ["", "## By family (judged rows only)", "",
+             "| file | role | " + " | ".join(FAMILIES) + " |", "|---|---|" + "---|" * len(FAMILIES)]
+    for key, roles in summary.items():
+        for role, families in roles.items():
+            if role == "fitted":
+                continue
+            cells = []
+            for name in FAMILIES:
+                f = families.get(name, {})
+                cells.append(f"{_pct(f.get('median'))} / {_pct(f.get('p90'))} (n={f.get('n', 0)})" if f.get("n") else "")
+            lines.append(f"| {key} | {role} | " + " | ".join(cells) + " |")
+    return lines + ["", "Cells: median / 90th percentile of |predicted / published - 1|.", ""]
+
+
+def _worst_lines(summary: dict, results: list[dict]) -> list[str]:
+    lines = ["## The worst ten of each judged file, and why", ""]
     for key in summary:
         judged = [r for r in results if r["file"] == key and r["role"] != "fitted"]
         judged.sort(key=lambda r: -abs(math.log(r["ratio"])))
@@ -117,15 +130,19 @@ def write_report(folder: Path, results: list[dict], summary: dict, missing: list
         for r in judged[:10]:
             lines.append(f"| {r['model']} | {r['family']} | {r['img_size']} | {r['batch_size']} | {r['ratio']:.2f} | {r['why']} |")
         lines.append("")
-    if missing:
-        lines += ["## Not predicted", "", f"{len(missing)} rows had no trace; the reasons, counted:", ""]
-        reasons: dict[str, int] = {}
-        for _, reason in missing:
-            reasons[reason[:120]] = reasons.get(reason[:120], 0) + 1
-        for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1])[:15]:
-            lines.append(f"- {count} x {reason}")
-        lines.append("")
-    (folder / "report.md").write_text("\n".join(lines) + "\n")
+    return lines
+
+
+def _missing_lines(missing: list) -> list[str]:
+    if not missing:
+        return []
+    lines = ["## Not predicted", "", f"{len(missing)} rows had no trace; the reasons, counted:", ""]
+    reasons: dict[str, int] = {}
+    for _, reason in missing:
+        reasons[reason[:120]] = reasons.get(reason[:120], 0) + 1
+    for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1])[:15]:
+        lines.append(f"- {count} x {reason}")
+    return lines + [""]
 
 
 def _plots(folder: Path, results: list[dict], spec_of: dict) -> dict[str, Path]:

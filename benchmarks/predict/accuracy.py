@@ -44,7 +44,8 @@ def main() -> int:
     import torch
 
     import vitbench
-    from vitbench.timemodel.calibration import calibrate, load, save
+    from vitbench.timemodel.calibration.cache import load, save
+    from vitbench.timemodel.calibration.worker import calibrate
 
     out = Path(args.out)
     measured = {(r["model"], r["mode"], int(r["batch_size"])): r
@@ -119,7 +120,7 @@ def main() -> int:
         parts = ", ".join(f"{name} {100 * value / r['pred_latency_s']:.0f}%" for value, name in top)
         lines.append(f"| {r['model']} | {r['mode']} | {r['batch_size']} | {1e3 * r['pred_latency_s']:.2f} ms | "
                      f"{1e3 * r['latency_p50_s']:.2f} ms | {r['ratio']:.3f} | {parts} |")
-    lines += ["", "Every configuration: [accuracy-t%d.csv](accuracy-t%d.csv)." % (args.threads, args.threads), ""]
+    lines += ["", f"Every configuration: [accuracy-t{args.threads}.csv](accuracy-t{args.threads}.csv).", ""]
     (out / f"accuracy-t{args.threads}.md").write_text("\n".join(lines))
     print("\n".join(lines))
     return 0

@@ -1,4 +1,5 @@
-"""Measure the accuracy benchmark's configurations with ``vitbench profile --runs 3 --clock cpu``.
+"""Measure the accuracy benchmark's configurations with ``vitbench profile --runs 3 --clock cpu
+--allocator steady`` (the allocator the calibration measures with).
 
     python benchmarks/predict/measure.py --threads 1 [--out reports/predict/measured-t1.jsonl]
 
@@ -30,7 +31,7 @@ KEEP = ("model", "mode", "batch_size", "precision", "optimizer", "threads", "run
 
 def measure(model: str, mode: str, batch: int, threads: int) -> dict:
     command = [sys.executable, "-m", "vitbench", "profile", model, "--mode", mode, "--batch-size", str(batch),
-               "--runs", "3", "--clock", "cpu", "--threads", str(threads), "--no-memory", "--format", "csv"]
+               "--runs", "3", "--clock", "cpu", "--allocator", "steady", "--threads", str(threads), "--no-memory", "--format", "csv"]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "KINETO_LOG_LEVEL": "5"})
     if done.returncode != 0 or not done.stdout.strip():

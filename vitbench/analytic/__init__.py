@@ -95,6 +95,11 @@ def complexity(spec: ModelSpec, batch_size: int = 1) -> Complexity:
     from vitbench.settings import check_batch_size
 
     check_batch_size(batch_size)
+    return complexity_of(spec, batch_size)
+
+
+def complexity_of(spec: ModelSpec, batch_size: int) -> Complexity:
+    """:func:`complexity` for a batch size the caller has checked (``check_batch_size``)."""
     module = family(spec)
     components = module.macs_by_component(spec, batch_size)
     return Complexity(

@@ -16,12 +16,12 @@ EMPTY_FIGURES = ("tokens", "params", "macs", "flops", "attn_matmul_share", "elem
 
 def identity_record(target: Target, batch_size: int) -> dict[str, Any]:
     """The identity, then the analytic figures (None where no formula covers the model)."""
-    from vitbench.analytic import complexity
+    from vitbench.analytic import complexity_of
 
     check_batch_size(batch_size)
     identity = RowIdentity.of(target, batch_size)
     if target.spec is not None:
-        figures = complexity(target.spec, batch_size).as_record()
+        figures = complexity_of(target.spec, batch_size).as_record()
     else:
         figures = dict.fromkeys(EMPTY_FIGURES)
     head = {k: v for k, v in identity.columns(keyed=False).items() if k != "overrides"}

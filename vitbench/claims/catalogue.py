@@ -24,7 +24,7 @@ from vitbench.errors import VitbenchError
 CATALOGUE = Path(__file__).resolve().parents[1] / "data" / "claims.yaml"
 
 _CLAIM_FIELDS = {
-    "id", "source", "quote", "model", "spec", "overrides", "batch_size", "quantity", "of",
+    "id", "source", "section", "quote", "model", "spec", "overrides", "batch_size", "quantity", "of",
     "versus", "convention", "stated", "tolerance", "tolerance_note", "formula", "omits",
     "alternatives", "counted", "reason", "stand_in", "device", "assumed",
 }
@@ -188,6 +188,9 @@ def _check_identity(where: str, raw: Any, seen: set[str]) -> tuple[str, str, re.
         raise CatalogueError(where, "source", source, "must be '<file>.txt:<line>'")
     if not isinstance(raw["quote"], str) or not raw["quote"].strip():
         raise CatalogueError(where, "quote", raw["quote"], "must be a non-empty excerpt")
+    section = raw.get("section")
+    if section is not None and (not isinstance(section, str) or not section.strip()):
+        raise CatalogueError(where, "section", section, "must be the heading the claim is under (text)")
     return cid, where, match
 
 
@@ -318,7 +321,7 @@ def _claim(raw: Any, index: int, seen: set[str]) -> Claim:
     _check_formula(where, raw, family)
     _check_flags(where, raw, family)
     return Claim(
-        id=cid, file=source[1], line=int(source[2]), quote=raw["quote"], quantity=quantity,
+        id=cid, file=source[1], line=int(source[2]), quote=raw["quote"], section=raw.get("section"), quantity=quantity,
         target=target, versus=versus, convention=raw.get("convention"), stated=stated,
         tolerance=_check_tolerance(where, raw), tolerance_note=raw.get("tolerance_note"),
         formula=raw.get("formula"), omits=_check_omits(where, raw), alternatives=alternatives,

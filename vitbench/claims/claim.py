@@ -106,6 +106,7 @@ class Claim:
     stand_in: str | None = None  # why the counted network may not be the document's
     device: str | None = None
     assumed: tuple[tuple[str, str], ...] = ()
+    section: str | None = None  # the heading the claim sits under, as the document spells it
 
     @property
     def source(self) -> str:

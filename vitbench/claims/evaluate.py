@@ -49,9 +49,10 @@ def base_record(claim: Claim) -> dict[str, Any]:
     return {
         "id": claim.id,
         "source": claim.source,
-        "document": where(claim.file, claim.line),
+        "document": where(claim.file, claim.section, claim.quote),
         "file": claim.file,
         "line": claim.line,
+        "section": claim.section,
         "quote": claim.quote,
         "model": target.describe() if target else None,
         "versus": claim.versus.describe() if claim.versus else None,
@@ -192,7 +193,7 @@ def evaluate(
             judge_measured(claim, record, tol, measure, measurer or measure_on_cuda, cache)
         else:
             _judge(claim, record, counted, cache, tol)
-    except Exception as exc:  # one failed claim must not lose the others' results
+    except Exception as exc:  # noqa: BLE001 - one failed claim must not lose the others' results
         record.update(verdict="error", verdict_text="error",
                       explanation=f"recomputing failed: {exc.__class__.__name__}: {exc}")
     return record

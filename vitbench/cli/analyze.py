@@ -12,6 +12,7 @@ from vitbench.cli.common import (
     overrides_from,
     positive_int,
 )
+from vitbench.cli.progress import Steps, add_quiet_argument
 
 TABLE_COLUMNS = ["model", "img_size", "patch_size", "tokens", "batch_size", "params", "macs", "flops", "attn_matmul_share"]
 COUNTER_COLUMNS = ["fvcore_macs", "dispatch_macs", "agree"]
@@ -39,40 +40,54 @@ def register(subparsers) -> None:
         help="also print fvcore's per-module table (parameters, MACs, activations) to this depth",
     )
     add_format_argument(parser)
+    add_quiet_argument(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
-    from vitbench.api import analyze
+    from vitbench.api import analyze, resolve_models
 
     counters = [c.strip() for c in args.counters.split(",") if c.strip()]
-    records = analyze(args.models, batch_size=args.batch_size, counters=counters, **overrides_from(args))
-    columns = None
-    if args.format in ("table", "markdown"):
-        columns = list(TABLE_COLUMNS)
-        if args.components:
-            columns += list(dict.fromkeys(k for r in records for k in r if k.startswith("macs_")))
-        counted = ["macs_source", "module_params", *COUNTER_COLUMNS, "fvcore_flops", "fvcore_activations", "analytic_note",
-                   "overrides", "error"]
-        columns += [c for c in counted if any(r.get(c) is not None for r in records)
-                    and (c != "macs_source" or any(r.get(c) != "analytic" for r in records))]
-    emit(args, records, columns)
+    steps = Steps("analyze", quiet=args.quiet, delay_s=2.0)
+    try:
+        targets = resolve_models(args.models, overrides_from(args))  # once: the rows and the module tables
+        records = analyze(targets, batch_size=args.batch_size, counters=counters, on_progress=steps,
+                          module_table=args.module_table)
+        tables = [(t.label, r.pop("fvcore_table", None)) for t, r in zip(targets, records)]  # printed after the rows
+    finally:
+        steps.close()
+    emit(args, records, _columns(args, records) if args.format in ("table", "markdown") else None)
     failed = [r for r in records if r.get("status") == "error"]
     refused = [r for r in records if r.get("status") == "refused"]
     for row in failed + refused:
         print(f"vitbench: error: {row['model']}: {row['error']}", file=sys.stderr)
     if args.module_table is not None:
-        from vitbench.api import resolve_models
-        from vitbench.counters import count_detailed
-
-        for target in resolve_models(args.models, overrides_from(args)):
-            counted = count_detailed(target, args.batch_size, ("fvcore",), table_depth=args.module_table)
-            # fvcore's "#flops" column counts multiply-accumulates (fvcore calls a MAC a flop)
-            # plus LayerNorm/BatchNorm at 4-5 per element.
-            table = counted.fvcore_table.replace("#flops", "#fvcore flops (MACs + norms)")
-            sys.stdout.write(f"\n{target.label}: fvcore per-module table (fvcore counts one MAC as one 'flop')\n{table}\n")
+        _module_tables(tables)
     disagree = [r for r in records if r.get("agree") is False]
     for row in disagree:
         counted = ", ".join(f"{name} {row[name]:,}" for name in ("macs", "fvcore_macs", "dispatch_macs") if isinstance(row.get(name), int))
         print(f"vitbench: counters disagree: {row['model']}: {counted} MACs (vitbench validate {row['model']} shows where)", file=sys.stderr)
     return 3 if failed else 2 if refused else 1 if disagree else 0
+
+
+def _columns(args, records) -> list[str]:
+    """The table's columns: the main ones, per-component MACs on request, and those the rows fill."""
+    columns = list(TABLE_COLUMNS)
+    if args.components:
+        columns += list(dict.fromkeys(k for r in records for k in r if k.startswith("macs_")))
+    counted = ["macs_source", "module_params", *COUNTER_COLUMNS, "fvcore_flops", "fvcore_activations", "analytic_note",
+               "overrides", "error"]
+    columns += [c for c in counted if any(r.get(c) is not None for r in records)
+                and (c != "macs_source" or any(r.get(c) != "analytic" for r in records))]
+    return columns
+
+
+def _module_tables(tables: list[tuple[str, str | None]]) -> None:
+    """fvcore's per-module table of every model (counted with its row), on stdout after the rows."""
+    for label, table in tables:
+        if table is None:  # the row says why it was not counted
+            continue
+        # fvcore's "#flops" column counts multiply-accumulates (fvcore calls a MAC a flop)
+        # plus LayerNorm/BatchNorm at 4-5 per element.
+        table = table.replace("#flops", "#fvcore flops (MACs + norms)")
+        sys.stdout.write(f"\n{label}: fvcore per-module table (fvcore counts one MAC as one 'flop')\n{table}\n")

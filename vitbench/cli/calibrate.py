@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from vitbench.cli.common import add_format_argument, choice_list, emit, thread_count
+from vitbench.cli.progress import Steps, add_quiet_argument
 
 
 def register(subparsers) -> None:
@@ -23,11 +24,14 @@ def register(subparsers) -> None:
     parser.add_argument("--precision", type=choice_list("precision", ("fp32", "bf16")), default=["fp32"], metavar="PRECISION", help="fp32 and/or bf16 (comma-separated; default fp32)")
     parser.add_argument("--save", metavar="FILE", help="also write the calibration to FILE")
     add_format_argument(parser)
+    add_quiet_argument(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
-    from vitbench.timemodel.calibration import calibrate, save, summary
+    from vitbench.timemodel.calibration.cache import save
+    from vitbench.timemodel.calibration.schema import summary
+    from vitbench.timemodel.calibration.worker import calibrate
     from vitbench.timemodel.run import check_device
 
     device = check_device(args.device)
@@ -42,8 +46,12 @@ def run(args) -> int:
         check_output_path(args.save, "--save")
     if device == "cuda":
         return _run_cuda(args)
-    print("vitbench: calibrating the CPU (about 30 s)", file=sys.stderr, flush=True)
-    calibration = calibrate("cpu", args.threads, tuple(args.precision))
+    steps = Steps("calibrate", quiet=args.quiet)
+    steps.wait("calibrating the CPU in a worker process (about 30 s)")
+    try:
+        calibration = calibrate("cpu", args.threads, tuple(args.precision))
+    finally:
+        steps.close()
     return _save_and_emit(args, calibration, save, summary)
 
 
@@ -78,7 +86,8 @@ def _run_cuda(args) -> int:
         from vitbench.errors import SpecError
 
         raise SpecError("device", "cuda", "no CUDA device here: a GPU calibration is measured on the GPU")
-    print(f"vitbench: calibrating this GPU on {len(SUITE)} configurations (a few minutes)", file=sys.stderr, flush=True)
-    calibration = calibrate_gpu(on_progress=None if getattr(args, "quiet", False) else
-                                lambda line: print(line, file=sys.stderr, flush=True))
+    if not args.quiet:
+        print(f"vitbench: calibrating this GPU on {len(SUITE)} configurations (a few minutes)", file=sys.stderr, flush=True)
+    calibration = calibrate_gpu(on_progress=None if args.quiet else
+                                lambda line: print(f"vitbench: calibrate: {line}", file=sys.stderr, flush=True))
     return _save_and_emit(args, calibration, save, summary)

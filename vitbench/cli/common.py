@@ -137,8 +137,17 @@ def resolve_format(args: argparse.Namespace) -> None:
     args.format = formats.get(suffix, getattr(args, "default_format", "table"))
 
 
-def emit(args: argparse.Namespace, records, columns=None) -> None:
-    text = render(records, args.format, columns)
+def terminal_width() -> int:
+    """The terminal's columns (``COLUMNS`` when set); 100 when the output is not a terminal."""
+    import shutil
+
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+def emit(args: argparse.Namespace, records, columns=None, width: int | None = None) -> None:
+    """Print (or write to ``--output``) the records in ``--format``; ``width``: a terminal
+    table's text columns are wrapped to fit it."""
+    text = render(records, args.format, columns, width=width)
     if getattr(args, "output", None):
         from vitbench.results import atomic_write_text
 
@@ -243,11 +252,11 @@ def _run_flags() -> list[tuple[str, str, dict[str, Any]]]:
         ("--precision", "precision", dict(type=choice_list("precision", PRECISIONS), metavar="PRECISION", help="fp32, bf16 or fp16 (autocast; fp16 needs CUDA), comma-separated")),
         ("--channels-last", "channels_last", dict(on, help="channels-last memory format for model and input")),
         ("--compile", "compile", dict(on, help="torch.compile the model (compilation happens in the warm-up)")),
-        ("--threads", "threads", dict(type=thread_count, metavar="N", help="CPU threads (torch.set_num_threads) (default: the free cores, i.e. this process's CPUs less those other processes keep busy, at least 1)")),
+        ("--threads", "threads", dict(type=thread_count, metavar="N", help="CPU threads (torch.set_num_threads) (default: the CPUs this process may use, at most 4, whatever the load; recorded in the threads column, with a warning when other processes keep some of them busy)")),
         ("--optimizer", "optimizer", dict(choices=OPTIMIZERS, help="training optimizer (default adamw; sgd is plain SGD, sgd-momentum uses momentum 0.9)")),
         ("--runs", "runs", dict(type=positive_int, metavar="N", help=f"fresh worker processes per configuration, pooled; the gate compares their medians (default {DEFAULT_RUNS}; 1 measures in this process)")),
-        ("--clock", "clock", dict(choices=CLOCKS, help="what the timing measures: wall = elapsed time (default); cpu = this process's CPU time per thread, which other processes on a busy machine inflate far less (CPU only; for gating on a shared CI runner)")),
-        ("--allocator", "allocator", dict(choices=ALLOCATORS, help="host memory allocator while measuring: steady = glibc malloc with fixed mmap/trim thresholds, so steps reuse heap memory instead of page-faulting in a way that varies from process to process (default); system = glibc's defaults")),
+        ("--clock", "clock", dict(choices=CLOCKS, help="what the timing measures: wall = elapsed time (default); cpu = this process's CPU time per thread, which other processes on a busy machine inflate far less (CPU only; for gating on a shared CI runner: a row is then judged stable by the spread between its runs, not by the machine's load)")),
+        ("--allocator", "allocator", dict(choices=ALLOCATORS, help="host memory allocator while measuring: system = glibc's malloc as your own process has it, so a step costs what a plain PyTorch loop measures (default); steady = glibc malloc with fixed mmap/trim thresholds, so steps reuse heap memory instead of page-faulting in a way that varies from process to process (less noise between runs, for gating; steps up to ~10%% faster than a plain loop)")),
         ("--min-time", "min_run_time_s", dict(type=positive_float, metavar="SECONDS", help="minimum timed seconds per run (default 1)")),
         ("--warmup", "warmup", dict(type=positive_int, metavar="N", help="warm-up steps before timing (default 3)")),
         ("--min-samples", "min_samples", dict(type=positive_int, metavar="N", help="at least this many timing samples per run (default 5)")),

@@ -15,7 +15,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from vitbench.analytic import params
-    from vitbench.cli.common import emit
+    from vitbench.cli.common import emit, terminal_width
     from vitbench.presets import list_presets
 
     records = [
@@ -35,5 +35,5 @@ def run(args) -> int:
 
         given = ", ".join(f"--{k}={v!r}" for k, v in (("kind", args.kind), ("filter", args.filter)) if v)
         raise VitbenchError(f"{given}: no preset matches (see `vitbench models`)")
-    emit(args, records)
+    emit(args, records, width=terminal_width())  # descriptions and sources wrap to fit
     return 0

@@ -10,6 +10,7 @@ import sys
 
 from vitbench.cli.common import add_format_argument, add_model_arguments, batch_size_int, emit, overrides_from
 from vitbench.cli.common import parse_size as parse_memory
+from vitbench.cli.progress import Steps, add_quiet_argument
 from vitbench.settings import MODES, OPTIMIZERS, PRECISIONS
 
 TABLE_COLUMNS = [
@@ -50,6 +51,7 @@ def register(subparsers) -> None:
         help="training: state of 8, 0 or 4 bytes per parameter (default adamw)",
     )
     add_format_argument(parser)
+    add_quiet_argument(parser)
     parser.set_defaults(handler=run)
 
 
@@ -63,7 +65,12 @@ def run(args) -> int:
             "breakdown), or both"
         )
     targets = resolve_models(args.models, overrides_from(args))
-    records = plan_records(targets, args.memory, args.batch_size, args.mode, args.precision, args.optimizer)
+    steps = Steps("plan", quiet=args.quiet, delay_s=2.0)
+    try:
+        records = plan_records(targets, args.memory, args.batch_size, args.mode, args.precision, args.optimizer,
+                               on_progress=steps)
+    finally:
+        steps.close()
     columns = None
     if args.format in ("table", "markdown"):
         columns = list(TABLE_COLUMNS)

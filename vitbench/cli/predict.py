@@ -15,6 +15,7 @@ from vitbench.cli.common import (
     positive_int,
     run_settings_from,
 )
+from vitbench.cli.progress import Steps, add_quiet_argument
 
 
 def register(subparsers) -> None:
@@ -59,6 +60,7 @@ def register(subparsers) -> None:
     cost.add_argument("--price-per-hour", type=positive_float, metavar="PRICE", help="price of an hour of the device (any currency)")
     cost.add_argument("--measured", metavar="FILE", help="profile results (CSV, JSON or a sweep store): a configuration measured there is costed from its measured step, and gets pred_ratio = predicted / measured")
     add_format_argument(parser)
+    add_quiet_argument(parser)
     parser.set_defaults(handler=run)
 
 
@@ -67,21 +69,39 @@ def _notice(message: str) -> None:
 
 
 def run(args) -> int:
-    from vitbench.timemodel.run import TABLE_COLUMNS, predict
-
     settings = run_settings_from(args)
     if "auto" in (settings.get("batch_size") or []):
         from vitbench.errors import SpecError
 
         raise SpecError("batch_size", "auto", "predict needs explicit batch sizes (plan gives the largest that fits)")
-    records = predict(
+    steps = Steps("predict", quiet=args.quiet, delay_s=2.0)  # the first calibration: a wait with its clock
+    try:
+        records = _predict(args, settings, steps)
+    finally:
+        steps.close()
+    _tell(records)
+    emit(args, records, _columns(args, records) if args.format in ("table", "markdown") else None)
+    if records and all(r.get("status") == "error" for r in records):
+        return 3
+    return 2 if any(r.get("status") == "refused" for r in records) else 0
+
+
+def _predict(args, settings, steps: Steps):
+    from vitbench.timemodel.run import predict
+
+    return predict(
         args.models, device=args.device, mode=settings.get("mode", "infer"), batch_size=settings.get("batch_size", 1),
         precision=args.precision or "fp32", optimizer=settings.get("optimizer", "adamw"), reparam=args.reparam,
         trace_cache=not args.no_trace_cache,
         threads=settings.get("threads"), calibration=args.calibration, recalibrate=args.recalibrate,
         epochs=args.epochs, dataset_size=args.dataset_size, price_per_hour=args.price_per_hour,
-        measured=args.measured, overrides=overrides_from(args), on_calibrate=_notice,
+        measured=args.measured, overrides=overrides_from(args), on_calibrate=steps.wait,
+        on_progress=steps,
     )
+
+
+def _tell(records) -> None:
+    """The rows' warnings (each once) and failures, on stderr."""
     from vitbench.row_warnings import texts
 
     for warning in dict.fromkeys(w for r in records for w in texts(r.get("warnings"))):
@@ -89,14 +109,15 @@ def run(args) -> int:
     for row in records:
         if row.get("status") in ("error", "refused"):
             _notice(f"{row['status']}: {row['model']} (batch {row['batch_size']}, {row['mode']}): {row['error']}")
-    columns = None
-    if args.format in ("table", "markdown"):
-        columns = list(TABLE_COLUMNS)
-        extra = ("pred_epoch_s", "pred_train_hours", "pred_cost", "cost_basis", "measured_latency_s", "pred_ratio", "overrides", "status")
-        if not any(r.get("pred_error_p90") is not None for r in records):
-            columns.remove("pred_error_p90")
-        columns += [c for c in extra if any(r.get(c) is not None for r in records) and (c != "status" or any(r.get(c) != "ok" for r in records))]
-    emit(args, records, columns)
-    if records and all(r.get("status") == "error" for r in records):
-        return 3
-    return 2 if any(r.get("status") == "refused" for r in records) else 0
+
+
+def _columns(args, records) -> list[str]:
+    """The table's columns: the main ones, and those the rows fill."""
+    from vitbench.timemodel.run import TABLE_COLUMNS
+
+    columns = list(TABLE_COLUMNS)
+    extra = ("pred_epoch_s", "pred_train_hours", "pred_cost", "cost_basis", "measured_latency_s", "pred_ratio", "overrides", "status")
+    if not any(r.get("pred_error_p90") is not None for r in records):
+        columns.remove("pred_error_p90")
+    columns += [c for c in extra if any(r.get(c) is not None for r in records) and (c != "status" or any(r.get(c) != "ok" for r in records))]
+    return columns

@@ -13,6 +13,7 @@ from vitbench.cli.common import (
     overrides_from,
     run_settings_from,
 )
+from vitbench.cli.progress import Steps, add_quiet_argument
 
 
 def register(subparsers) -> None:
@@ -25,16 +26,19 @@ def register(subparsers) -> None:
         "for a training step) and MFU. MODEL: a preset, or a reference (timm:NAME, "
         "torchvision:NAME, hf:NAME, py:module:function). Each configuration runs --runs times, "
         "each in a fresh worker process, pooled into one row (run_medians_s: the between-run "
-        "spread the gate tests). Threads default to the free cores; the machine's load, "
+        "spread the gate tests). Threads default to the machine's CPUs, at most 4 (never the "
+        "load at the start; the row's threads column); the machine's load, "
         "governor and (CUDA) other GPU processes are recorded as machine_* columns, with "
         "warnings. A configuration the memory model predicts over --memory-limit or the "
         "device's memory is refused without running (status=refused); out-of-memory runs "
         "become rows with status=oom. Table output shows the main columns; CSV/JSON carry "
-        "every column, raw timing samples included.",
+        "every column, raw timing samples included. Progress goes to stderr (a bar on a "
+        "terminal, else a line per run; -q for none).",
     )
     add_model_arguments(parser)
     add_run_arguments(parser)
     add_format_argument(parser)
+    add_quiet_argument(parser)
     parser.set_defaults(handler=run)
 
 
@@ -53,7 +57,12 @@ def run(args) -> int:
     os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # the profiler's C++ start/stop chatter
     from vitbench.measure.profile import TABLE_COLUMNS, profile
 
-    records = profile(args.models, overrides=overrides_from(args), on_row=_report, **run_settings_from(args))
+    steps = Steps("profile", quiet=args.quiet)
+    try:
+        records = profile(args.models, overrides=overrides_from(args), on_row=_report, on_progress=steps,
+                          **run_settings_from(args))
+    finally:
+        steps.close()
     columns = None
     if args.format in ("table", "markdown"):
         # rows that differ only in resolution or in a reference's keyword arguments stay apart

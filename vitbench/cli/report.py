@@ -24,6 +24,8 @@ def register(subparsers) -> None:
     add_run_arguments(parser, ("device", "threads", "runs"), title="measured studies (replace the sweep file's settings)")
     parser.add_argument("--resume", action="store_true", help="for a sweep: keep rows already in DIR, run only the rest")
     parser.add_argument("--force", action="store_true", help="for results: replace a different results.csv already in DIR")
+    parser.add_argument("--html", action="store_true",
+                        help="also write DIR/report.html: the same report in one self-contained file (plots and tables embedded)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
     parser.set_defaults(handler=run)
 
@@ -39,10 +41,12 @@ def run(args) -> int:
             result = report(
                 args.source, args.out, threads=settings.get("threads"), device=settings.get("device"),
                 runs=settings.get("runs"),
-                resume=args.resume, force=args.force, on_start=progress.on_start, on_row=progress.on_row,
+                resume=args.resume, force=args.force, html=args.html, on_start=progress.on_start, on_row=progress.on_row,
             )
     finally:
         progress.close()
     if not args.quiet:
         print(f"wrote {result.report} ({result.rows} rows, {len(result.plots)} plots, {len(result.conclusions)} conclusions)")
+        if result.html is not None:
+            print(f"wrote {result.html}")
     return 0

@@ -3,6 +3,8 @@ Exit 1 if not."""
 
 from __future__ import annotations
 
+import argparse
+
 from vitbench.cli.common import add_format_argument, emit, non_negative_float, positive_int
 
 
@@ -36,7 +38,7 @@ def _ints(text: str, flag: str) -> list[int]:
 
     try:
         return [positive_int(t) for t in text.split(",") if t.strip()]
-    except Exception:
+    except argparse.ArgumentTypeError:
         raise UsageError(f"{flag}={text!r}: expected comma-separated positive integers") from None
 
 

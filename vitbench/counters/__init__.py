@@ -73,14 +73,20 @@ def count_detailed(
     input_size: tuple[int, int, int] | None = None,
 ) -> CountResult:
     """Count ``model`` (spec, preset name, reference, Target or nn.Module) for a batch."""
-    from vitbench.counters.components import counted_by_group
-    from vitbench.counters.run import run_dispatch, run_fvcore
     from vitbench.models.references import resolve
 
     counters = check_counters(counters)
     check_batch_size(batch_size)
-    target = resolve(model, input_size=input_size)
+    return count_target(resolve(model, input_size=input_size), batch_size, counters, activations=activations, table_depth=table_depth)
+
+
+def count_target(
+    target: Any, batch_size: int, counters: tuple[str, ...], *, activations: bool = True, table_depth: int | None = None
+) -> CountResult:
+    """:func:`count_detailed` of a resolved Target, for checked ``batch_size`` and ``counters``."""
+    from vitbench.counters.components import counted_by_group
     from vitbench.counters.limits import CountingRefused, counting_refusal
+    from vitbench.counters.run import run_dispatch, run_fvcore
 
     refusal = counting_refusal(target, batch_size, counters)
     if refusal:
@@ -161,7 +167,23 @@ def count_record(
 ) -> dict[str, Any]:
     """Counter columns for a model, plus ``agree``: every counter's MACs == analytic MACs and the
     module's parameters == analytic parameters (absent when there is no analytic figure)."""
-    record = count(model, batch_size, counters)
+    from vitbench.models.references import resolve
+
+    counters = check_counters(counters)
+    check_batch_size(batch_size)
+    return counted_record(resolve(model), batch_size, counters, analytic_record)
+
+
+def counted_record(
+    target: Any, batch_size: int, counters, analytic_record: dict[str, Any] | None = None, *, table_depth: int | None = None
+) -> dict[str, Any]:
+    """:func:`count_record` of a resolved Target for a batch size the caller has checked (as
+    :func:`vitbench.analytic.identity.identity_record` checks it). ``table_depth``: also
+    ``fvcore_table``, fvcore's per-module table to that depth, from the same count."""
+    counted = count_target(target, batch_size, check_counters(counters), table_depth=table_depth)
+    record = counted.as_record()
+    if table_depth is not None:
+        record["fvcore_table"] = counted.fvcore_table
     if analytic_record is not None and analytic_record.get("macs") is not None:
         counted = [record[k] for k in ("fvcore_macs", "dispatch_macs") if k in record]
         same_params = record.get("module_params") in (None, analytic_record.get("params"))

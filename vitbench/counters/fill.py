@@ -28,4 +28,35 @@ def fill_counted(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-__all__ = ["fill_counted"]
+def counted_identity(target: Any, batch_size: int | str | None, cache: dict | None = None) -> dict[str, int]:
+    """``params``, ``macs`` (per batch; only with a whole batch size) and ``flops`` = 2 x ``macs``
+    of a model no formula covers, counted as ``analyze`` counts them: the built module's parameters and the dispatch
+    counter's MACs on the meta device. Empty for a model with a formula (its row has the
+    analytic figures) and when counting is refused or fails (the row keeps its empty columns).
+    ``cache``: counts already made in this command, by (target, batch)."""
+    if getattr(target, "spec", None) is not None or not hasattr(target, "spec"):
+        return {}
+    whole = isinstance(batch_size, int) and not isinstance(batch_size, bool)
+    key = (id(target), batch_size if whole else 1)  # the targets live as long as the command
+    if cache is not None and key in cache:
+        return cache[key]
+    from vitbench.counters import count
+
+    try:
+        counted = count(target, key[1], ["dispatch"])
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception:  # noqa: BLE001 - a model that cannot be counted keeps empty columns, as before
+        counted = {}
+    figures = {}
+    if counted.get("module_params") is not None:
+        figures["params"] = counted["module_params"]
+    if whole and counted.get("dispatch_macs") is not None:
+        figures["macs"] = counted["dispatch_macs"]
+        figures["flops"] = 2 * counted["dispatch_macs"]
+    if cache is not None:
+        cache[key] = figures
+    return figures
+
+
+__all__ = ["counted_identity", "fill_counted"]

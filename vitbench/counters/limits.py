@@ -50,7 +50,7 @@ def counting_refusal(target: Any, batch_size: int, counters: Any) -> str | None:
             from vitbench.analytic.memory import memory_estimate
 
             peak = memory_estimate(spec, batch_size, "infer").peak_bytes
-        except Exception:  # no memory model for this spec: nothing to refuse from
+        except Exception:  # noqa: BLE001 - no memory model for this spec: nothing to refuse from
             return None
         if peak > available // 2:
             return (f"refused: fvcore runs the model for real, and its forward pass needs about {peak / 1e9:.1f} GB, more than "

@@ -82,7 +82,7 @@ def run_dispatch(target: Target, batch_size: int) -> tuple[Any, int, str | None]
         try:
             state = meta_state(module)
             return dispatch_count(module, (torch.empty(shape, device="meta"),), state=state), params, None
-        except Exception as exc:  # data-dependent shapes, tensors the constructor left on the CPU
+        except Exception as exc:  # noqa: BLE001 - data-dependent shapes, tensors the constructor left on the CPU
             reason = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
         too_big = None if target.module is not None else _too_big_to_execute(target)
         if too_big:

@@ -125,15 +125,10 @@ def _compare_metric(
     names = tuple(str(r) for r in rules)
     common = dict(configuration=label, key=key, metric=metric, baseline=baseline, current=current, rules=names,
                   n_baseline=base.n_samples(), n_current=cur.n_samples())
-    for side, value in (("baseline", baseline), ("current", current)):
-        why = impossible(metric, value)
-        if why is None and is_timing_metric(metric):
-            step = max((base if side == "baseline" else cur).run_medians(), default=None)
-            if step is not None and not (math.isfinite(step) and step < MAX_STEP_S):
-                why = f"run_medians_s holds a step of {step:g} s: not a measurement"
-        if why:
-            return MetricComparison(**common, rel_change=None, failed_rules=names or (metric,), p_value=None,
-                                    verdict="INVALID", note=f"{side} {why}")
+    invalid = _why_invalid(metric, base, cur, baseline, current)
+    if invalid:
+        return MetricComparison(**common, rel_change=None, failed_rules=names or (metric,), p_value=None,
+                                verdict="INVALID", note=invalid)
     if baseline is None or current is None:
         side = "baseline" if baseline is None else "current"
         missing = bool(rules) and baseline is not None and not allow_missing
@@ -141,27 +136,45 @@ def _compare_metric(
                                 verdict="MISSING" if missing else "n/a", note=f"no value in {side}")
     rel = None if baseline == 0 else (current - baseline) / abs(baseline)
     failing = [r for r in rules if r.violated(baseline, current)]
-    failed = tuple(str(r) for r in failing)
-    p = None
-    runs_a = runs_b = 0
-    note = ""
+    p, runs_a, runs_b, note = None, 0, 0, ""
     if is_timing_metric(metric):
         # p of the runs' shift being within the threshold of the rules that the values break
         p, runs_a, runs_b, note = _significance(metric, failing or rules, base, cur, baseline)
-        if not failed and p is not None:
-            note = ""
-    if not rules:
-        verdict, note = ("unchanged" if baseline == current else "changed"), ""
-    elif not failed:
-        verdict = "ok"
-    elif p is not None and p >= alpha:
-        verdict = "not significant"
-    else:
-        verdict = "REGRESSION"
-        if p is None and note:
-            note = "threshold only; " + note
-    return MetricComparison(**common, rel_change=rel, failed_rules=failed, p_value=p, verdict=verdict, note=note,
-                            runs_baseline=runs_a, runs_current=runs_b)
+    verdict, note = _decide(bool(rules), bool(failing), baseline == current, p, alpha, note)
+    return MetricComparison(**common, rel_change=rel, failed_rules=tuple(str(r) for r in failing), p_value=p,
+                            verdict=verdict, note=note, runs_baseline=runs_a, runs_current=runs_b)
+
+
+def _why_invalid(metric: str, base: Group, cur: Group, baseline: float | None, current: float | None) -> str | None:
+    """Why a side's value cannot be a measurement ("baseline ..." / "current ..."), or None."""
+    for side, grouped, value in (("baseline", base, baseline), ("current", cur, current)):
+        why = impossible(metric, value)
+        if why is None and is_timing_metric(metric):
+            why = _impossible_step(grouped)
+        if why:
+            return f"{side} {why}"
+    return None
+
+
+def _impossible_step(grouped: Group) -> str | None:
+    """A recorded per-run median step time that is no measurement (infinite, or over
+    :data:`MAX_STEP_S`)."""
+    step = max(grouped.run_medians(), default=None)
+    if step is not None and not (math.isfinite(step) and step < MAX_STEP_S):
+        return f"run_medians_s holds a step of {step:g} s: not a measurement"
+    return None
+
+
+def _decide(ruled: bool, broken: bool, unchanged: bool, p: float | None, alpha: float, note: str) -> tuple[str, str]:
+    """(verdict, note): without a rule "unchanged" / "changed"; a broken rule is a regression
+    unless the runs' p is at least ``alpha`` (the threshold alone decides without p)."""
+    if not ruled:
+        return ("unchanged" if unchanged else "changed"), ""
+    if not broken:
+        return "ok", note
+    if p is not None and p >= alpha:
+        return "not significant", note
+    return "REGRESSION", ("threshold only; " + note if p is None and note else note)
 
 
 #: a per-run median step time above this (11.6 days) is no measurement
@@ -279,8 +292,7 @@ def compare(
     (missing file, wrong schema, no common configuration), :class:`RuleError` (bad rule, or an
     explicit rule whose metric neither side has) or :class:`SpecError` (bad ``alpha``).
     """
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-        raise SpecError("alpha", alpha, "must be a number between 0 and 1")
+    _check_alpha(alpha)
     base_records, cur_records, active, missing, not_applicable = _load_sides(baseline, current, rules)
     failures: list[str] = []
     warnings: list[str] = []
@@ -291,17 +303,11 @@ def compare(
 
     keys = key_columns(base_records, cur_records)
     base_groups, cur_groups = group(base_records, keys), group(cur_records, keys)
-    common = [k for k in cur_groups if k in base_groups]
-    if not common:
-        raise InputFileError(
-            f"no common configurations between baseline and current (matched on {', '.join(keys)})"
-        )
+    common = _common_keys(base_groups, cur_groups, keys)
     removed = [k for k in base_groups if k not in cur_groups]
     _membership(base_groups, cur_groups, removed, allow_missing_rows, failures, warnings)
 
-    both = present_columns(base_records) & present_columns(cur_records)
-    metrics = [m for m in HEADLINE_METRICS if m in both]
-    metrics += [r.metric for r in active if r.metric not in metrics]
+    metrics = _metrics(base_records, cur_records, active)
     names = labels({k: cur_groups[k] for k in common}, keys)
     rows: list[MetricComparison] = []
     for k in common:
@@ -320,6 +326,28 @@ def compare(
         removed=tuple(all_base_labels[k] for k in removed),
         warnings=tuple(warnings), alpha=alpha, failures=tuple(failures), not_applicable=tuple(not_applicable),
     )
+
+
+def _check_alpha(alpha: Any) -> None:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise SpecError("alpha", alpha, "must be a number between 0 and 1")
+
+
+def _common_keys(base_groups: Mapping, cur_groups: Mapping, keys: Sequence[str]) -> list:
+    """The configurations both sides have, in the current results' order (none: an input error)."""
+    common = [k for k in cur_groups if k in base_groups]
+    if not common:
+        raise InputFileError(
+            f"no common configurations between baseline and current (matched on {', '.join(keys)})"
+        )
+    return common
+
+
+def _metrics(base_records: Sequence[Mapping], cur_records: Sequence[Mapping], active: Sequence[Rule]) -> list[str]:
+    """The headline metrics both sides have, then the ruled ones."""
+    both = present_columns(base_records) & present_columns(cur_records)
+    metrics = [m for m in HEADLINE_METRICS if m in both]
+    return metrics + list(dict.fromkeys(r.metric for r in active if r.metric not in metrics))
 
 
 def _load_sides(baseline: Any, current: Any, rules: Any) -> tuple[list, list, list[Rule], list[str], list[str]]:

@@ -98,44 +98,67 @@ def _timing(metric: str) -> bool:
 def series(rows: Sequence[dict[str, Any]], metrics: Sequence[str] | None = None) -> list[Series]:
     """One series per configuration and metric (``metrics`` default: :data:`DEFAULT_METRICS`
     present in ``rows``), points in commit order; rows whose status is not ok are left out."""
-    from vitbench.gate.matching import group, key_columns, labels, number, run_medians
+    from vitbench.gate.matching import group, labels, number
 
     ok = [r for r in rows if r.get("status") in (None, "", "ok")]
     if not ok:
         return []
-    keys = key_columns(ok, ok)
-    keys = tuple(k for k in keys if k != "spec_key") or keys
-    if "model" not in keys:
-        keys = ("model", *keys)
+    keys = _keys(ok)
     present = {k for r in ok for k, v in r.items() if number(v) is not None}
     wanted = [m for m in (metrics or DEFAULT_METRICS) if m in present]
     ordered = commits(ok)
-    by_commit = {c.commit: c for c in ordered}
     groups = group(ok, keys)
     names = labels(groups, keys)
     out: list[Series] = []
     for key, grouped in groups.items():
         for metric in wanted:
-            per_commit: dict[str, list[dict[str, Any]]] = {}
-            for r in grouped.rows:
-                if number(r.get(metric)) is not None:
-                    per_commit.setdefault(str(r.get("history_commit")), []).append(r)
-            points = []
-            for c in ordered:
-                found = per_commit.get(c.commit)
-                if not found:
-                    continue
-                values = [float(number(r.get(metric))) for r in found]
-                runs: list[float] = []
-                if metric == "latency_p50_s":
-                    runs = [m for r in found for m in run_medians(r)]
-                elif metric == "throughput_img_s":
-                    runs = [float(number(r.get("batch_size")) or 1) / m for r in found for m in run_medians(r) if m > 0]
-                point = statistics.median(runs) if runs and _timing(metric) else statistics.median(values)
-                points.append(Point(by_commit[c.commit], point, tuple(runs or values)))
+            points = _points(grouped.rows, metric, ordered)
             if points:
                 out.append(Series(names[key], metric, tuple(points)))
     return out
+
+
+def _keys(ok: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    """The gate's configuration key without ``spec_key`` (unless it is the only one), ``model``
+    first when the gate's key lacks it."""
+    from vitbench.gate.matching import key_columns
+
+    keys = key_columns(ok, ok)
+    keys = tuple(k for k in keys if k != "spec_key") or keys
+    return keys if "model" in keys else ("model", *keys)
+
+
+def _points(rows: Sequence[dict[str, Any]], metric: str, ordered: Sequence[Commit]) -> list[Point]:
+    """One configuration's points of ``metric``, one per commit that has a value, in commit
+    order."""
+    from vitbench.gate.matching import number
+
+    per_commit: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if number(r.get(metric)) is not None:
+            per_commit.setdefault(str(r.get("history_commit")), []).append(r)
+    points = []
+    for c in ordered:
+        found = per_commit.get(c.commit)
+        if not found:
+            continue
+        values = [float(number(r.get(metric))) for r in found]
+        runs = _runs(metric, found)
+        point = statistics.median(runs) if runs and _timing(metric) else statistics.median(values)
+        points.append(Point(c, point, tuple(runs or values)))
+    return points
+
+
+def _runs(metric: str, found: Sequence[dict[str, Any]]) -> list[float]:
+    """The per-run values of one commit's rows: run medians for the latency, batch over each
+    run median for the throughput; none for other metrics."""
+    from vitbench.gate.matching import number, run_medians
+
+    if metric == "latency_p50_s":
+        return [m for r in found for m in run_medians(r)]
+    if metric == "throughput_img_s":
+        return [float(number(r.get("batch_size")) or 1) / m for r in found for m in run_medians(r) if m > 0]
+    return []
 
 
 def _noise(logs: Sequence[float]) -> float:

@@ -1,6 +1,6 @@
 """A history of results over commits: every results file added under a commit id, its date and
 branch, kept in the same crash-safe append-only store as sweeps
-(:class:`vitbench.sweeps.store.Store`: one checksummed JSON line per row, written before the
+(:class:`vitbench.store.writer.Store`: one checksummed JSON line per row, written before the
 call returns, fsynced on close, a torn line skipped on reading; the store's lock serialises
 concurrent writers, which wait for it here rather than fail).
 
@@ -99,8 +99,8 @@ def add(store: str | os.PathLike, results: Any, *, commit: str | None = None, da
     (default: here) unless ``commit`` is given; ``date``, ``branch``, ``message`` override git's.
     Returns what was added: commit, date, branch, entry, rows."""
     from vitbench.reading import read_results
-    from vitbench.sweeps.store import Store
-    from vitbench.sweeps.store_layout import StoreBusyError
+    from vitbench.store.layout import StoreBusyError
+    from vitbench.store.writer import Store
 
     found = git_commit(cwd) if commit is None else None
     if commit is None and found is None:
@@ -136,7 +136,7 @@ def add(store: str | os.PathLike, results: Any, *, commit: str | None = None, da
 
 def read(store: str | os.PathLike) -> Records:
     """Every row of the history ``store`` (rows of damaged lines skipped), in commit order."""
-    from vitbench.sweeps.store_read import read_store
+    from vitbench.store.reader import read_store
 
     rows, info = read_store(store)
     if (info.get("sweep") or {}).get("name") != HISTORY_NAME:

@@ -9,7 +9,8 @@ it, the gate experiment's per-run median CPU time per step varied by 12-22% (CV)
 process to the next, while blocks within one process agreed within 1%; with the thresholds
 fixed, by 1.2-8.8% (``tests/test_measure_gate_e2e.py``; docs/gate.md).
 
-``steady`` (the default) fixes them, as a long-running process with a caching allocator
+``steady`` (``--allocator steady``; the default is ``system``, what a plain loop in the user's
+process gets: docs/measuring.md compares the two) fixes them, as a long-running process with a caching allocator
 (jemalloc, tcmalloc; the CUDA caching allocator on the GPU) would see: chunks up to
 :data:`MMAP_THRESHOLD_BYTES` (glibc's largest) come from the heap, and the heap top is kept
 up to :data:`TRIM_THRESHOLD_BYTES`; and every thread allocates from that one heap

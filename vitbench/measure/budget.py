@@ -88,7 +88,7 @@ def predicted_peak(target, settings: RunSettings, batch_size: int) -> int | None
 
     try:
         return predicted_peak_bytes(target.spec, settings, batch_size)
-    except Exception:  # a spec the model rejects: measured without a prediction
+    except Exception:  # noqa: BLE001 - a spec the model rejects: measured without a prediction
         return None
 
 
@@ -105,14 +105,14 @@ def planned_batch(target, settings: RunSettings, budget_bytes: int, device: str 
     if target.spec is not None:
         try:
             planned = predicted_max_batch(target.spec, int(budget_bytes), settings)
-        except Exception:
+        except Exception:  # noqa: BLE001 - no plan: the batch is searched for instead
             planned = None
         if planned is not None:
             return planned
     resolved = getattr(target, "target", target)  # a measure.target.Measured wraps the Target
     try:
         return largest_batch(trace_target(resolved, settings.mode, settings.precision, settings.optimizer), int(budget_bytes))
-    except Exception:  # the model cannot be traced: searched for instead
+    except Exception:  # noqa: BLE001 - the model cannot be traced: searched for instead
         return None
 
 

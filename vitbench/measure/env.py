@@ -112,27 +112,29 @@ def thread_count(threads: int | None) -> Iterator[None]:
 def choose_threads(settings: RunSettings, device: str, state: dict[str, Any]) -> tuple[int | None, list[str]]:
     """The CPU thread count to measure with, and warnings about it.
 
-    ``settings.threads`` when given (with a warning when it exceeds the free cores); otherwise
-    on the CPU the free cores of ``state`` (``machine.free_cores``: affinity less the cores
-    other processes keep busy, at least 1), so that a busy machine is not oversubscribed (an
-    oversubscribed intra-op pool stalls at every barrier: 10-30x slower steps). On CUDA the
-    torch default is kept (None): the CPU only launches kernels."""
+    ``settings.threads`` when given; otherwise on the CPU :func:`vitbench.settings.default_threads`
+    of the CPUs this process may use (at most 4): fixed by the machine, never by its load when
+    the run starts, so the same command measures with the same count on a busy machine and an
+    idle one. Either way a warning says when the count exceeds the free cores of ``state``
+    (``machine.free_cores``: affinity less the cores other processes keep busy; an
+    oversubscribed intra-op pool stalls at every barrier). On CUDA the torch default is kept
+    (None): the CPU only launches kernels."""
     from vitbench.measure.machine import free_cores
+    from vitbench.settings import default_threads
 
     cpus = state.get("machine_cpus") or os.cpu_count() or 1
-    free = free_cores(cpus, state.get("machine_busy_cores"))
-    if settings.threads is not None:
-        warnings = []
-        if settings.threads > free:
-            from vitbench.row_warnings import warning
-
-            warnings.append(warning(
-                "threads-compete",
-                f"--threads {settings.threads} but only {free} of {cpus} cores are free: the "
-                "threads compete with other processes",
-                f"consider --threads {free}",
-            ))
-        return settings.threads, warnings
-    if device.startswith("cuda"):
+    if settings.threads is None and device.startswith("cuda"):
         return None, []
-    return free, []
+    threads = settings.threads if settings.threads is not None else default_threads(cpus)
+    free = free_cores(cpus, state.get("machine_busy_cores"))
+    warnings = []
+    if threads > free:
+        from vitbench.row_warnings import warning
+
+        given = f"--threads {threads}" if settings.threads is not None else f"{threads} thread(s) (the default)"
+        warnings.append(warning(
+            "threads-compete",
+            f"{given} but only {free} of {cpus} cores are free: the threads compete with other processes",
+            f"consider --threads {free}",
+        ))
+    return threads, warnings

@@ -148,7 +148,7 @@ def gpu_other_processes() -> list[dict[str, Any]] | None:
             return found
         finally:
             pynvml.nvmlShutdown()
-    except Exception:  # not installed, no driver: try nvidia-smi
+    except Exception:  # noqa: BLE001 - not installed, no driver: try nvidia-smi
         pass
     text = nvidia_smi("--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader,nounits")
     return None if text is None else parse_compute_apps(text, own)
@@ -185,14 +185,15 @@ def machine_state(device: str = "cpu", window_s: float = BUSY_WINDOW_S) -> dict[
     return state
 
 
-def state_warnings(state: dict[str, Any], threads: int) -> list[dict[str, str]]:
+def state_warnings(state: dict[str, Any], threads: int, clock: str = "wall") -> list[dict[str, str]]:
     """Warnings (with advice) about a machine state that makes timings slower or noisier:
-    other processes on the cores this measurement needs, a power-saving CPU governor, other
-    processes on the GPU."""
+    other processes on the cores this measurement needs (wall clock only: CPU time per thread
+    is judged by the spread between runs, :mod:`vitbench.measure.stability`, and the load stays
+    recorded in the ``machine_*`` columns), a power-saving CPU governor, other processes on the GPU."""
     warnings = []
     cpus, busy = state.get("machine_cpus") or 1, state.get("machine_busy_cores")
     load = state.get("machine_loadavg_1m")
-    if busy is not None and busy + threads > cpus + 0.5:
+    if clock == "wall" and busy is not None and busy + threads > cpus + 0.5:
         shown = f", load average {load:.1f}" if load is not None else ""
         warnings.append(warning(
             "busy-machine",

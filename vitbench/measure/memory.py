@@ -154,7 +154,7 @@ def measure_workload_memory(workload) -> dict[str, Any]:
         target = f"cuda:{torch.cuda.current_device()}"
         try:
             summary = summarize_timeline(categorized_timeline(_profile_step(workload), target, _step_counter_ptrs(workload.optimizer)))
-        except Exception as exc:  # the breakdown is extra on CUDA: the allocator's peak stands
+        except Exception as exc:  # noqa: BLE001 - the breakdown is extra on CUDA: the allocator's peak stands
             record["memory_breakdown_error"] = f"{exc.__class__.__name__}: {exc}"
             return record
         summary.pop("peak_memory_bytes")  # the allocator's own peak is authoritative on CUDA

@@ -5,7 +5,8 @@ settings (what ``vitbench profile`` runs).
 Before anything runs, each configuration is checked against the memory model: one predicted
 over the memory cap or over the device's memory becomes a row with ``status='refused'`` (see
 :mod:`vitbench.measure.budget`). The machine's state is sampled (``machine_*`` columns) and, when
-``threads`` is not set, the CPU thread count is the free cores. The configuration then runs
+``threads`` is not set, the CPU thread count is ``settings.default_threads`` of the machine's
+CPUs (recorded as ``threads``, with ``threads_auto``). The configuration then runs
 ``settings.runs`` times, each in a fresh worker process (:mod:`vitbench.measure.runs`), pooled
 into one row. A configuration that runs out of memory or fails at run time becomes a row with
 ``status='oom'`` or ``status='error'`` (and the message in ``error``): the next configuration
@@ -26,9 +27,11 @@ from vitbench.settings import RunSettings, settings_fields
 __all__ = ["TABLE_COLUMNS", "RunSettings", "measure", "profile", "settings_grid", "validate_settings"]
 
 
-def measure(model: Any, settings: RunSettings | None = None) -> dict[str, Any]:
+def measure(model: Any, settings: RunSettings | None = None, *,
+            on_run: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Measure one configuration; one flat record (raw units: seconds, bytes, FLOP/s).
     ``model``: a preset name, a spec, a reference (``timm:...``) or an ``nn.Module``.
+    ``on_run(index)`` is called as each run starts (0-based; none for a refused configuration).
 
     Never raises for an OOM or a run-time failure (``status`` = 'oom' | 'error' | 'refused');
     raises :class:`SpecError` for settings the device cannot run."""
@@ -50,7 +53,7 @@ def measure(model: Any, settings: RunSettings | None = None) -> dict[str, Any]:
     if reason is not None:
         record = failed_row(target, run_settings, device, "refused", reason)
     else:
-        record = measure_runs(target, run_settings, device)
+        record = measure_runs(target, run_settings, device, on_run)
     record.update(state)
     record["threads"] = threads
     record["threads_auto"] = settings.threads is None and threads is not None
@@ -64,7 +67,7 @@ def measure(model: Any, settings: RunSettings | None = None) -> dict[str, Any]:
         record.update(prediction_columns(target, run_settings, record["batch_size"], record["device"]))
     used = threads or state.get("machine_cpus") or 1
     record["warnings"] = unique_warnings(
-        thread_warnings, state_warnings(state, used), list(target.notes), record.get("warnings"), extra,
+        thread_warnings, state_warnings(state, used, settings.clock), list(target.notes), record.get("warnings"), extra,
     )
     return record
 
@@ -101,6 +104,7 @@ def profile(
     *,
     overrides: dict[str, Any] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    on_progress: Callable[[int, int, str], None] | None = None,
     input_size: Any = None,
     **changes: Any,
 ) -> Records:
@@ -109,7 +113,8 @@ def profile(
     ``mode=["infer", "train"]``), the rest override spec fields (a list: one model per value),
     as do the entries of ``overrides`` (a field name -> value(s), values as on the command line
     or typed). Rows come settings-major (every model at the first settings, then the next).
-    ``on_row`` is called with each row as it is measured. ``input_size=(C, H, W)``: a live
+    ``on_row`` is called with each row as it is measured; ``on_progress(done, total, label)`` as
+    each run starts (``total`` = configurations x runs). ``input_size=(C, H, W)``: a live
     module's input, as in :func:`vitbench.analyze`.
 
     >>> profile(["vit-s/16", "resnet18"], mode="train", batch_size=8)  # doctest: +SKIP
@@ -128,10 +133,27 @@ def profile(
 
     targets = [measured(target) for target in resolve_models(models, spec_overrides, input_size=input_size)]
     records = Records()
-    for run_settings in all_settings:
-        for target in targets:
-            row = measure(target, run_settings)
-            records.append(row)
-            if on_row is not None:
-                on_row(row)
+    configurations = [(s, t) for s in all_settings for t in targets]
+    total = sum(s.runs for s, _ in configurations)
+    done = 0
+    for run_settings, target in configurations:
+        row = measure(target, run_settings, on_run=_run_reporter(on_progress, done, total, target, run_settings))
+        done += run_settings.runs
+        records.append(row)
+        if on_row is not None:
+            on_row(row)
     return records
+
+
+def _run_reporter(on_progress: Callable[[int, int, str], None] | None, done: int, total: int, target: Any,
+                  settings: RunSettings) -> Callable[[int], None] | None:
+    """``on_run`` for one configuration, as ``on_progress(done + index, total, label)``."""
+    if on_progress is None:
+        return None
+    name = f"{target.name} {target.overrides}" if target.overrides else target.name
+    label = f"{name} batch {settings.batch_size} {settings.mode} {settings.precision}"
+
+    def on_run(index: int) -> None:
+        on_progress(done + index, total, f"{label}: run {index + 1} of {settings.runs}")
+
+    return on_run

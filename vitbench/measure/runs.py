@@ -24,6 +24,7 @@ took half of it. Wall time grows with the other processes' demand, CPU time much
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 from vitbench.settings import RunSettings
@@ -35,8 +36,10 @@ def _later_settings(settings: RunSettings, first: dict[str, Any]) -> RunSettings
     return settings.replace(batch_size=first["batch_size"], memory=False, trace_dir=None)
 
 
-def measure_runs(target, settings: RunSettings, device: str) -> dict[str, Any]:
-    """``settings.runs`` runs of ``target``, pooled (see the module docstring)."""
+def measure_runs(target, settings: RunSettings, device: str,
+                 on_run: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """``settings.runs`` runs of ``target``, pooled (see the module docstring). ``on_run(index)``
+    is called as run ``index`` (0-based) starts."""
     from vitbench.measure.isolate import run_in_worker
     from vitbench.measure.single import measure_run
 
@@ -53,6 +56,8 @@ def measure_runs(target, settings: RunSettings, device: str) -> dict[str, Any]:
         ))
     current = settings
     for index in range(settings.runs):
+        if on_run is not None:
+            on_run(index)
         record = run_in_worker(target, current, device) if in_worker else measure_run(target, current, device)
         records.append(record)
         if record.get("status") != "ok":
@@ -94,7 +99,7 @@ def pool(records: list[dict[str, Any]], settings: RunSettings) -> dict[str, Any]
     out.update(cpu_columns(records, settings.threads or first.get("env_threads") or 1))
     out["warnings"] = unique_warnings(
         *(r.get("warnings") for r in records),
-        timing_warnings(pooled, medians, settings.threads),
+        timing_warnings(pooled, medians, settings.threads, clock=settings.clock),
         time_sharing_warnings(out.get("cpu_share"), settings.threads or first.get("env_threads") or 1),
     )
     return out
@@ -130,7 +135,7 @@ def _tf32_enabled() -> bool:
 
     try:
         return torch.get_float32_matmul_precision() != "highest"
-    except Exception:  # pragma: no cover - API drift
+    except Exception:  # noqa: BLE001 - pragma: no cover - API drift
         return bool(torch.backends.cuda.matmul.allow_tf32)
 
 
@@ -163,7 +168,7 @@ def roofline_columns(target, settings: RunSettings, record: dict[str, Any]) -> d
         return out
     try:
         per_kind = forward_intensity(target.spec, record["batch_size"], settings.precision, settings.channels_last)
-    except Exception as exc:  # context, not the measurement: never lose the row over it
+    except Exception as exc:  # noqa: BLE001 - context, not the measurement: never lose the row over it
         from vitbench.row_warnings import warning
 
         out["warnings"] = [warning("intensity-failed", f"arithmetic intensity failed: {exc.__class__.__name__}: {exc}")]

@@ -201,6 +201,6 @@ def run_checks(device: str = "auto", only: tuple[str, ...] | None = None) -> Ite
             detail, passed = _FUNCTIONS[name](device), True
         except CheckFailed as exc:
             detail, passed = str(exc), False
-        except Exception as exc:  # a crash in a path is that path failing
+        except Exception as exc:  # noqa: BLE001 - a crash in a path is that path failing
             detail, passed = f"{exc.__class__.__name__}: {exc}", False
         yield CheckResult(name, passed, detail, time.perf_counter() - start)

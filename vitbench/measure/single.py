@@ -126,7 +126,7 @@ def measure_batch(target, settings: RunSettings, device: str, batch: int, cap) -
         failed = None
         try:
             return fn()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - an optional pass that fails is a warning on the row
             failed = error_text(exc)
         warnings.append(warning("pass-failed", f"{what} failed: {failed}"))
         release_memory(device)
@@ -329,7 +329,7 @@ def measure_run(target, settings: RunSettings, device: str) -> dict[str, Any]:
             record["status"] = "ok"
         except VitbenchError:
             raise
-        except Exception as exc:  # a failed configuration is a result row, never lost
+        except Exception as exc:  # noqa: BLE001 - a failed configuration is a result row, never lost
             failure = ("oom" if is_oom(exc, capped) else "error", error_text(exc))
         finally:
             if steps is not None:

@@ -12,7 +12,7 @@ So on the CPU, a capped run's blocks (building and timing; the batch search's pr
 :class:`StepThread`: one long-lived thread, started and warmed up (its OpenMP team, oneDNN's
 state) before the cap's level is fixed, so its stack and thread pool are not charged to the cap;
 after a block runs out of memory it is replaced by a fresh, warmed-up one
-(:meth:`StepThread.renew`). With the steady allocator (the default) every thread allocates from
+(:meth:`StepThread.renew`). With the steady allocator (``--allocator steady``) every thread allocates from
 the main heap, and steps time the same there as in the main thread
 (``benchmarks/test_bench_step_thread.py``: ratios 0.96-1.02); with glibc's defaults
 (``--allocator system``) a second thread gets its own malloc arena, and a small ViT's steps took

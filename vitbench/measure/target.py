@@ -142,7 +142,7 @@ def measured(target) -> Measured:
 
             result = complexity(target.spec, 1)
             return Measured(target, result.params, result.macs, "analytic", target.spec.num_classes)
-        except Exception:  # a family without formulas: count it
+        except Exception:  # noqa: BLE001 - a family without formulas: count it
             pass
     params, macs, classes, notes = _counted(target)
     return Measured(target, params, macs, "dispatch" if macs is not None else None, classes, notes)

@@ -21,7 +21,7 @@ def main() -> int:
     device = request["device"]
     try:
         record = measure_run(target, settings, device)
-    except Exception as exc:  # SpecError and the like: still one row
+    except Exception as exc:  # noqa: BLE001 - SpecError and the like: still one row
         record = failed_row(target, settings, device, "error", f"{exc.__class__.__name__}: {exc}")
     sys.stdout.write(MARKER + json.dumps(record, default=str) + "\n")
     sys.stdout.flush()

@@ -40,16 +40,9 @@ def _linear(module: Any, d_in: int, d_out: int, what: str) -> Any:
     return module
 
 
-def _layer_fields(layer: Any, d: int, heads: int) -> dict[str, Any]:
-    """One transformer layer: q/k/v/o projections, two LayerNorms, an MLP (GELU or packed
-    SwiGLU), optional layer scales; every parameter accounted for."""
-    q, k, v = (_linear(_find(layer, f"{x}_proj", x), d, d, f"{x} projection") for x in ("q", "k", "v"))
-    o = _linear(_find(layer, "o_proj", "out_proj"), d, d, "attention output")
-    if _bias(q) != _bias(v):
-        raise Refused("hf attention with a bias on queries or values alone is not in the analytic ViT")
-    norms = [m for m in layer.modules() if _name(m) == "LayerNorm"]
-    if len(norms) != 2 or not all(_is_norm(n, d) for n in norms):
-        raise Refused(f"hf layer with {len(norms)} LayerNorms is not in the analytic ViT")
+def _mlp(layer: Any, d: int) -> tuple[list[Any], Any, int]:
+    """A layer's MLP: (input projections: fc1, or SwiGLU's gate and up; the output projection;
+    the hidden width)."""
     gate, up = _find(layer, "gate_proj"), _find(layer, "up_proj")
     if gate is not None and up is not None:  # SwiGLU (hf DINOv2): gate and up projections
         fc2 = _find(layer, "down_proj")
@@ -62,6 +55,20 @@ def _layer_fields(layer: Any, d: int, heads: int) -> dict[str, Any]:
         hidden = fc2.in_features
         first = [_linear(fc1, d, hidden, "MLP fc1")]
     _linear(fc2, hidden, d, "MLP fc2")
+    return first, fc2, hidden
+
+
+def _layer_fields(layer: Any, d: int, heads: int) -> dict[str, Any]:
+    """One transformer layer: q/k/v/o projections, two LayerNorms, an MLP (GELU or packed
+    SwiGLU), optional layer scales; every parameter accounted for."""
+    q, k, v = (_linear(_find(layer, f"{x}_proj", x), d, d, f"{x} projection") for x in ("q", "k", "v"))
+    o = _linear(_find(layer, "o_proj", "out_proj"), d, d, "attention output")
+    if _bias(q) != _bias(v):
+        raise Refused("hf attention with a bias on queries or values alone is not in the analytic ViT")
+    norms = [m for m in layer.modules() if _name(m) == "LayerNorm"]
+    if len(norms) != 2 or not all(_is_norm(n, d) for n in norms):
+        raise Refused(f"hf layer with {len(norms)} LayerNorms is not in the analytic ViT")
+    first, fc2, hidden = _mlp(layer, d)
     if any(_bias(f) != _bias(fc2) for f in first) or _bias(fc2) != _bias(o):
         raise Refused("hf layer with mixed MLP / projection biases is not in the analytic ViT")
     scales = [p for n, p in layer.named_parameters() if n.endswith(("lambda1", "lambda2"))]

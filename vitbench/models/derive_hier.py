@@ -48,7 +48,7 @@ def _stage_windows(spec_kwargs: dict[str, Any], windows: list[tuple[int, int]], 
     for clamp in (clamps, not clamps):
         try:
             spec = SwinSpec(window_size=target, window_clamp=clamp, **spec_kwargs)
-        except Exception as exc:  # an invalid combination is a reason, not a crash
+        except Exception as exc:  # noqa: BLE001 - an invalid combination is a reason, not a crash
             return f"Swin layout is not a valid spec ({exc})"
         if all(spec.stage_window(i) == tuple(w) for i, w in enumerate(windows)):
             return spec
@@ -67,15 +67,9 @@ def torchvision_swin(model: Any, img_size: tuple[int, int] | None) -> Derived:
     merges = [m for m in model.features[1:] if not isinstance(m, nn.Sequential)]
     blocks = [b for s in stages for b in s]
     version = 2 if _name(blocks[0]) == "SwinTransformerBlockV2" else 1
-    block_cls = tv.SwinTransformerBlockV2 if version == 2 else tv.SwinTransformerBlock
-    attn_cls = tv.ShiftedWindowAttentionV2 if version == 2 else tv.ShiftedWindowAttention
-    merge_cls = tv.PatchMergingV2 if version == 2 else tv.PatchMerging
-    if any(type(b) is not block_cls or type(b.attn) is not attn_cls for b in blocks):
-        return None, "torchvision Swin with custom blocks is not in the analytic Swin"
-    if len(merges) != len(stages) - 1 or any(type(m) is not merge_cls for m in merges):
-        return None, "torchvision Swin with custom downsampling is not in the analytic Swin"
-    if any(b.attn.proj.bias is None for b in blocks) or len({b.attn.qkv.bias is None for b in blocks}) > 1:
-        return None, "torchvision Swin without projection biases is not in the analytic Swin"
+    reason = _torchvision_swin_issue(tv, version, stages, merges, blocks)
+    if reason:
+        return None, reason
     ratio = _mlp_ratio([(b.mlp[0].in_features, b.mlp[0].out_features) for b in blocks])
     if ratio is None:
         return None, "torchvision Swin MLP widths differ from int(C * mlp_ratio)"
@@ -102,6 +96,20 @@ def torchvision_swin(model: Any, img_size: tuple[int, int] | None) -> Derived:
     return spec, None
 
 
+def _torchvision_swin_issue(tv: Any, version: int, stages: list[Any], merges: list[Any], blocks: list[Any]) -> str | None:
+    """Why torchvision's Swin blocks, downsampling or biases are not the analytic Swin's, or None."""
+    block_cls = tv.SwinTransformerBlockV2 if version == 2 else tv.SwinTransformerBlock
+    attn_cls = tv.ShiftedWindowAttentionV2 if version == 2 else tv.ShiftedWindowAttention
+    merge_cls = tv.PatchMergingV2 if version == 2 else tv.PatchMerging
+    if any(type(b) is not block_cls or type(b.attn) is not attn_cls for b in blocks):
+        return "torchvision Swin with custom blocks is not in the analytic Swin"
+    if len(merges) != len(stages) - 1 or any(type(m) is not merge_cls for m in merges):
+        return "torchvision Swin with custom downsampling is not in the analytic Swin"
+    if any(b.attn.proj.bias is None for b in blocks) or len({b.attn.qkv.bias is None for b in blocks}) > 1:
+        return "torchvision Swin without projection biases is not in the analytic Swin"
+    return None
+
+
 def torchvision_convnext(model: Any, img_size: tuple[int, int] | None) -> Derived:
     if img_size is None:
         return None, "a ConvNeXt spec needs the input size"
@@ -125,6 +133,22 @@ def torchvision_convnext(model: Any, img_size: tuple[int, int] | None) -> Derive
 
 
 # --- timm -------------------------------------------------------------------------------------
+def _timm_swin_issue(model: Any, version: int, blocks: list[Any]) -> str | None:
+    """Why timm Swin's blocks, stage widths or attention widths are not the analytic Swin's, or None."""
+    block_name = "SwinTransformerV2Block" if version == 2 else "SwinTransformerBlock"
+    if any(_name(b) != block_name or _name(b.mlp) != "Mlp" for b in blocks):
+        return "timm Swin with custom blocks is not in the analytic Swin"
+    for index, layer in enumerate(model.layers):
+        merge = layer.downsample
+        if (index == 0) != (_name(merge) == "Identity") or (index and merge.out_dim != 2 * merge.dim):
+            return "timm Swin stages that do not double the width are not in the analytic Swin"
+    for block in blocks:
+        attn, dim = block.attn, block.norm1.normalized_shape[0]
+        if attn.qkv.out_features != 3 * dim or attn.proj.bias is None:
+            return "timm Swin with a custom head width or no projection bias is not in the analytic Swin"
+    return None
+
+
 def timm_swin(model: Any, img_size: tuple[int, int] | None) -> Derived:
     """timm SwinTransformer and SwinTransformerV2 (not swinv2_cr, a different block)."""
     version = 2 if _name(model) == "SwinTransformerV2" else 1
@@ -133,24 +157,15 @@ def timm_swin(model: Any, img_size: tuple[int, int] | None) -> Derived:
     if getattr(patch, "dynamic_img_pad", False) or _name(patch.norm) != "LayerNorm":
         return None, "timm Swin with a padded or unnormalised patch embedding is not in the analytic Swin"
     blocks = [b for layer in model.layers for b in layer.blocks]
-    block_name = "SwinTransformerV2Block" if version == 2 else "SwinTransformerBlock"
-    if any(_name(b) != block_name or _name(b.mlp) != "Mlp" for b in blocks):
-        return None, "timm Swin with custom blocks is not in the analytic Swin"
-    for index, layer in enumerate(model.layers):
-        merge = layer.downsample
-        if (index == 0) != (_name(merge) == "Identity") or (index and merge.out_dim != 2 * merge.dim):
-            return None, "timm Swin stages that do not double the width are not in the analytic Swin"
+    reason = _timm_swin_issue(model, version, blocks)
+    if reason:
+        return None, reason
     first = [layer.blocks[0] for layer in model.layers]
-    for block in blocks:
-        attn, dim = block.attn, block.norm1.normalized_shape[0]
-        if attn.qkv.out_features != 3 * dim or attn.proj.bias is None:
-            return None, "timm Swin with a custom head width or no projection bias is not in the analytic Swin"
     if version == 1:
         qkv_bias, k_bias = blocks[0].attn.qkv.bias is not None, True
     else:
-        qkv_bias, k_bias = blocks[0].attn.q_bias is not None, False
-        if not qkv_bias:
-            k_bias = True
+        qkv_bias = blocks[0].attn.q_bias is not None
+        k_bias = not qkv_bias
     ratio = _mlp_ratio([(b.mlp.fc1.in_features, b.mlp.fc1.out_features) for b in blocks])
     if ratio is None:
         return None, "timm Swin MLP widths differ from int(C * mlp_ratio)"
@@ -180,35 +195,67 @@ def timm_swin(model: Any, img_size: tuple[int, int] | None) -> Derived:
     return spec, None
 
 
+_NORMS = {"LayerNorm", "LayerNorm2d"}
+
+
+def _timm_convnext_stem_issue(stem: list[Any]) -> str | None:
+    if len(stem) != 2 or _name(stem[0]) != "Conv2d" or stem[0].kernel_size[0] != stem[0].stride[0]:
+        return "timm ConvNeXt with an overlapping stem is not in the analytic ConvNeXt"
+    if stem[0].bias is None:
+        return "timm ConvNeXt without convolution biases is not in the analytic ConvNeXt"
+    if _name(stem[1]) not in _NORMS:
+        return f"timm ConvNeXt with {_name(stem[1])} is not in the analytic ConvNeXt"
+    return None
+
+
+def _timm_convnext_block_issue(block: Any) -> str | None:
+    if _name(block) != "ConvNeXtBlock" or _name(block.shortcut) != "Identity":
+        return "timm ConvNeXt with custom or strided blocks is not in the analytic ConvNeXt"
+    conv = block.conv_dw
+    if conv.stride[0] != 1 or conv.dilation[0] != 1:
+        return "timm ConvNeXt with a reduced output stride (dilation) is not in the analytic ConvNeXt"
+    if _name(block.norm) not in _NORMS or conv.bias is None:
+        return f"timm ConvNeXt block with {_name(block.norm)} or no bias is not in the analytic ConvNeXt"
+    if _name(block.mlp) not in ("Mlp", "GlobalResponseNormMlp") or block.mlp.fc1.bias is None:
+        return f"timm ConvNeXt MLP {_name(block.mlp)} is not in the analytic ConvNeXt"
+    return None
+
+
+def _timm_convnext_downsample_issue(stages: Any) -> str | None:
+    for index, stage in enumerate(stages):
+        down = stage.downsample
+        if (index == 0) != (_name(down) == "Identity"):
+            return "timm ConvNeXt downsampling layout is not in the analytic ConvNeXt"
+        if index and (down[1].kernel_size[0] != 2 or down[1].stride[0] != 2 or down[1].bias is None):
+            return "timm ConvNeXt with dilated or unbiased downsampling is not in the analytic ConvNeXt"
+    return None
+
+
+def _timm_convnext_head_issue(model: Any) -> str | None:
+    head = model.head
+    if _name(head) == "NormMlpClassifierHead":
+        if _name(head.pre_logits) != "Identity":
+            return "timm ConvNeXt with an MLP head (head_hidden_size) is not in the analytic ConvNeXt"
+        head_norm = head.norm
+    else:
+        head_norm = model.norm_pre
+    if _name(head_norm) not in _NORMS or head.global_pool.pool_type != "avg":
+        return "timm ConvNeXt head without a LayerNorm and average pool is not in the analytic ConvNeXt"
+    return None
+
+
 def timm_convnext(model: Any, img_size: tuple[int, int] | None) -> Derived:
     """timm ConvNeXt v1/v2 with the patch stem, LayerNorms and a plain (norm, pool, fc) head."""
     if img_size is None:
         return None, "a ConvNeXt spec needs the input size"
     stem = list(model.stem)
-    if len(stem) != 2 or _name(stem[0]) != "Conv2d" or stem[0].kernel_size[0] != stem[0].stride[0]:
-        return None, "timm ConvNeXt with an overlapping stem is not in the analytic ConvNeXt"
-    if stem[0].bias is None:
-        return None, "timm ConvNeXt without convolution biases is not in the analytic ConvNeXt"
-    norms = {"LayerNorm", "LayerNorm2d"}
-    if _name(stem[1]) not in norms:
-        return None, f"timm ConvNeXt with {_name(stem[1])} is not in the analytic ConvNeXt"
+    reason = _timm_convnext_stem_issue(stem)
+    if reason:
+        return None, reason
     blocks = [b for s in model.stages for b in s.blocks]
-    for block in blocks:
-        if _name(block) != "ConvNeXtBlock" or _name(block.shortcut) != "Identity":
-            return None, "timm ConvNeXt with custom or strided blocks is not in the analytic ConvNeXt"
-        conv = block.conv_dw
-        if conv.stride[0] != 1 or conv.dilation[0] != 1:
-            return None, "timm ConvNeXt with a reduced output stride (dilation) is not in the analytic ConvNeXt"
-        if _name(block.norm) not in norms or conv.bias is None:
-            return None, f"timm ConvNeXt block with {_name(block.norm)} or no bias is not in the analytic ConvNeXt"
-        if _name(block.mlp) not in ("Mlp", "GlobalResponseNormMlp") or block.mlp.fc1.bias is None:
-            return None, f"timm ConvNeXt MLP {_name(block.mlp)} is not in the analytic ConvNeXt"
-    for index, stage in enumerate(model.stages):
-        down = stage.downsample
-        if (index == 0) != (_name(down) == "Identity"):
-            return None, "timm ConvNeXt downsampling layout is not in the analytic ConvNeXt"
-        if index and (down[1].kernel_size[0] != 2 or down[1].stride[0] != 2 or down[1].bias is None):
-            return None, "timm ConvNeXt with dilated or unbiased downsampling is not in the analytic ConvNeXt"
+    reason = next(filter(None, map(_timm_convnext_block_issue, blocks)), None) or _timm_convnext_downsample_issue(model.stages)
+    if reason:
+        return None, reason
     kernels = {b.conv_dw.kernel_size[0] for b in blocks}
     scales = {b.gamma is not None for b in blocks}
     grns = {_name(b.mlp) == "GlobalResponseNormMlp" for b in blocks}
@@ -217,15 +264,10 @@ def timm_convnext(model: Any, img_size: tuple[int, int] | None) -> Derived:
     ratio = _mlp_ratio([_widths(b.mlp.fc1) for b in blocks])
     if ratio is None:
         return None, "timm ConvNeXt MLP widths differ from int(C * mlp_ratio)"
+    reason = _timm_convnext_head_issue(model)
+    if reason:
+        return None, reason
     head = model.head
-    if _name(head) == "NormMlpClassifierHead":
-        if _name(head.pre_logits) != "Identity":
-            return None, "timm ConvNeXt with an MLP head (head_hidden_size) is not in the analytic ConvNeXt"
-        head_norm = head.norm
-    else:
-        head_norm = model.norm_pre
-    if _name(head_norm) not in norms or head.global_pool.pool_type != "avg":
-        return None, "timm ConvNeXt head without a LayerNorm and average pool is not in the analytic ConvNeXt"
     return (
         ConvNeXtSpec(
             name="timm",

@@ -19,55 +19,21 @@ parameters). Nothing is downloaded, ever.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from vitbench.errors import SpecError, UnknownModelError
 from vitbench.models.target import SOURCES, Target, input_size_of, is_module
 from vitbench.specs import SPEC_TYPES, ModelSpec, spec_fields, with_overrides
-
-REFERENCE_SOURCES = ("torchvision", "timm", "hf", "py")
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_INT_TUPLE = re.compile(r"\d+(?:[x-]\d+)+")
-
-
-def parse_value(text: str) -> Any:
-    """'384' -> 384, '0.1' -> 0.1, 'true' -> True, 'none' -> None, '224x320' -> (224, 320),
-    '2-2-6-2' -> (2, 2, 6, 2); anything else stays text."""
-    lowered = text.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    if lowered == "none":
-        return None
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    if _INT_TUPLE.fullmatch(lowered):
-        return tuple(int(v) for v in re.split("[x-]", lowered))
-    return text
+from vitbench.specs.model_ref import REFERENCE_SOURCES, ModelRef, model_ref, parse_value
 
 
 def parse_reference(text: str) -> tuple[str, str, dict[str, str]]:
     """'timm:vit_base_patch16_224+img_size=384' -> ('timm', 'vit_base_patch16_224',
-    {'img_size': '384'}); a name without a known namespace is a preset (source 'preset')."""
-    head, *pairs = text.strip().split("+")
-    kwargs: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not _KEY.fullmatch(key) or not value:
-            raise SpecError("model", text, f"keyword argument {pair!r} is not key=value (e.g. {head}+img_size=384)")
-        if key in kwargs:
-            raise SpecError("model", text, f"keyword argument {key!r} given twice")
-        kwargs[key] = value
-    source, sep, name = head.partition(":")
-    if sep and source in REFERENCE_SOURCES:
-        if not name:
-            raise SpecError("model", text, f"missing the model name after '{source}:'")
-        return source, name, kwargs
-    return "preset", head, kwargs
+    {'img_size': '384'}); a name without a known namespace is a preset (source 'preset').
+    The tuple form of :meth:`ModelRef.parse`."""
+    ref = ModelRef.parse(text)
+    return ref.source, ref.name, dict(ref.args)
 
 
 def _suggest_namespace(name: str) -> list[str]:
@@ -184,7 +150,8 @@ def _check_input_size(value: Any) -> tuple[int, int, int]:
 def resolve(
     model: Any, overrides: Mapping[str, Any] | None = None, *, input_size: Any = None, used: set[str] | None = None
 ) -> Target:
-    """One model (preset name, reference text, spec, Target or nn.Module) -> Target.
+    """One model (preset name, reference text or :class:`ModelRef`, spec, Target or nn.Module)
+    -> Target.
 
     ``overrides`` (field name -> value, text or typed) apply where the model has the field;
     the names that applied are added to ``used``."""
@@ -196,43 +163,44 @@ def resolve(
         return _fixed_size(model, input_size)
     if isinstance(model, tuple(SPEC_TYPES.values())):
         return _fixed_size(_spec_target(model.name, "spec", model, {}, overrides, used), input_size)
-    if not isinstance(model, str):
-        if is_module(model):
-            return _module_target(model, input_size, overrides, used)
-        raise SpecError("model", model, "must be a preset name, a reference (torchvision:, timm:, hf:, py:), a spec or an nn.Module")
-    source, name, raw = parse_reference(model)
-    kwargs = {k: parse_value(v) for k, v in raw.items()}
-    if source == "preset":  # spec fields parse text themselves; integer tuples as 2-2-6-2 too
-        raw = {k: kwargs[k] if isinstance(kwargs[k], tuple) else v for k, v in raw.items()}
-        return _fixed_size(_preset_target(name, raw, overrides, used), input_size)
+    if isinstance(model, (str, ModelRef)):
+        return resolve_ref(model_ref(model), overrides, input_size, used)
+    if is_module(model):
+        return _module_target(model, input_size, overrides, used)
+    raise SpecError("model", model, "must be a preset name, a reference (torchvision:, timm:, hf:, py:), a spec or an nn.Module")
+
+
+def resolve_ref(ref: ModelRef, overrides: dict[str, Any], input_size: Any, used: set[str]) -> Target:
+    """A parsed reference (preset or namespace) -> Target; see :func:`resolve`."""
+    if ref.is_preset:
+        return _fixed_size(_preset_target(ref.name, ref.spec_args(), overrides, used), input_size)
     from vitbench.models import sources
 
-    reference = model.split("+", 1)[0]
+    kwargs, reference = ref.typed_args(), ref.reference
     if input_size is None:
-        return sources.resolve(source, reference, name, kwargs, overrides, used)
+        return sources.resolve(ref.source, reference, ref.name, kwargs, overrides, used)
     # an explicit input size is the img_size (and in_chans) override, so the model is built for it
     channels, height, width = _check_input_size(input_size)
     size = {"img_size": (height, width), **({"in_chans": channels} if channels != 3 else {})}
     applied: set[str] = set()
-    target = sources.resolve(source, reference, name, kwargs, {**overrides, **size}, applied)
+    target = sources.resolve(ref.source, reference, ref.name, kwargs, {**overrides, **size}, applied)
     used |= applied & set(overrides)
     if target.input_size != (channels, height, width):
         raise SpecError("input_size", input_size, f"{reference} cannot be built for this input size")
     return target
 
 
-def overrides_taken(model: str, overrides: Mapping[str, Any]) -> set[str]:
+def overrides_taken(model: str | ModelRef, overrides: Mapping[str, Any]) -> set[str]:
     """The names in ``overrides`` a reference (``timm:``, ``hf:``, ...) would apply, found
     without calling a ``py:`` factory or building the model, except a timm model: only its class
     tells, and only an instance shows it, so it is built once on the meta device.
     The reference itself is checked (unknown names, downloads) as ``resolve`` checks it."""
     from vitbench.models import sources
 
-    source, name, raw = parse_reference(model)
-    if source == "preset":
-        raise SpecError("model", model, "is a preset, not a reference")
-    kwargs = {k: parse_value(v) for k, v in raw.items()}
-    return sources.taken(source, model.split("+", 1)[0], name, kwargs, dict(overrides))
+    ref = model_ref(model)
+    if ref.is_preset:
+        raise SpecError("model", ref.text, "is a preset, not a reference")
+    return sources.taken(ref.source, ref.reference, ref.name, ref.typed_args(), dict(overrides))
 
 
 def _fixed_size(target: Target, input_size: Any) -> Target:
@@ -256,6 +224,7 @@ def resolve_all(models: Iterable[Any], overrides: Mapping[str, Any] | None = Non
     used: set[str] = set()
     targets: list[Target] = []
     for model in models:
+        model = model_ref(model) if isinstance(model, str) else model  # parsed once, for every alternative
         applied: set[str] = set()
         first = resolve(model, combinations[0], input_size=input_size, used=applied)
         alternatives = override_combinations({k: v for k, v in overrides.items() if k in applied})
@@ -270,4 +239,7 @@ def resolve_all(models: Iterable[Any], overrides: Mapping[str, Any] | None = Non
     return targets
 
 
-__all__ = ["REFERENCE_SOURCES", "SOURCES", "Target", "overrides_taken", "parse_reference", "parse_value", "resolve", "resolve_all"]
+__all__ = [
+    "REFERENCE_SOURCES", "SOURCES", "ModelRef", "Target", "model_ref", "overrides_taken", "parse_reference", "parse_value",
+    "resolve", "resolve_all", "resolve_ref",
+]

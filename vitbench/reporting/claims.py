@@ -43,11 +43,11 @@ _VERDICTS = (
 
 
 def short_source(record: dict[str, Any]) -> str:
-    """'002_ea21....txt:145' -> 'chapter l.145': the document by its short name (the report's
-    introduction gives each one's title) and the line its quote is near."""
+    """'chapter § Parameter Efficiency': the document by its short name (the report's
+    introduction gives each one's title and file) and the heading its quote is under."""
     from vitbench.documents import where
 
-    return where(record["file"], record["line"])
+    return where(record["file"], record.get("section"), record.get("quote"))
 
 
 def _flat(text: Any) -> str:
@@ -88,8 +88,9 @@ def _introduction(records: Sequence[dict[str, Any]], catalogue: str) -> list[str
     docs: dict[str, int] = {}
     for r in records:
         docs[number_of(r["file"])] = docs.get(number_of(r["file"]), 0) + 1
+    files = {number_of(r["file"]): r["file"] for r in records}
     named = [
-        f"**{DOCUMENTS[n][0]}**: “{DOCUMENTS[n][1]}”, {DOCUMENTS[n][2]} ({count} claims)"
+        f"**{DOCUMENTS[n][0]}**: “{DOCUMENTS[n][1]}”, {DOCUMENTS[n][2]} (`{files[n]}`, {count} claims)"
         for n, count in sorted(docs.items()) if n in DOCUMENTS
     ]
     return [
@@ -99,7 +100,9 @@ def _introduction(records: Sequence[dict[str, Any]], catalogue: str) -> list[str
         "do not edit by hand. `tests/test_audit.py` fails when this file is out of date.",
         "",
         "Each claim is a number stated in one of the source documents; a source such as "
-        "`chapter l.145` is the document's short name and the line its quote is near:",
+        "`chapter § Parameter Efficiency` is the document's short name and the heading the claim "
+        "sits under, as the document spells it (search for it, then for the stated figure or the "
+        "quote given under each wrong claim):",
         "",
         *[f"- {line}" for line in named],
         "",

@@ -88,20 +88,20 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _cells(record: dict[str, Any], cols: Sequence[tuple[str, str]]) -> list[str]:
+def cells(record: dict[str, Any], cols: Sequence[tuple[str, str]]) -> list[str]:
     """One record's humanised cells, with warning markers beside the numbers they qualify."""
     keys = [k for k, _ in cols]
     markers, loose = marks.marks(record, keys)
-    cells = []
+    out = []
     for key in keys:
         if key == "warnings":
-            cells.append(" / ".join(marks.short(w) for w in loose))
+            out.append(" / ".join(marks.short(w) for w in loose))
             continue
         text = str(humanize(key, record.get(key)))
         if key in markers:
             text = f"{text} {markers[key]}".strip()
-        cells.append(text)
-    return cells
+        out.append(text)
+    return out
 
 
 def markdown_escape(text: object) -> str:
@@ -109,11 +109,45 @@ def markdown_escape(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+#: the narrowest a wrapped text column becomes (a word longer than this may be broken)
+MIN_WRAPPED_WIDTH = 12
+_GAP = 2  # spaces between the columns of a "simple" table
+
+
+def fit_widths(rows: Sequence[Sequence[str]], headers: Sequence[str], width: int) -> list[int | None] | None:
+    """Column widths (``None``: as wide as its cells) that make a terminal table's lines at most
+    ``width`` characters: the widest columns of text are wrapped first, never below their header,
+    their longest word (up to 24 characters) or :data:`MIN_WRAPPED_WIDTH`. ``None`` when the
+    table fits as it is; columns of numbers are never wrapped, so a table may stay wider."""
+    from tabulate import tabulate
+
+    ruler = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True).splitlines()[1]
+    natural = [len(dashes) for dashes in ruler.split()]  # what tabulate makes of each column
+    floors = []
+    for i, header in enumerate(headers):
+        words = [len(w) for row in rows for w in str(row[i]).split()]
+        floors.append(max(len(header) + 2, MIN_WRAPPED_WIDTH, min(max(words, default=0), 24)))
+    widths = list(natural)
+    excess = sum(widths) + _GAP * (len(widths) - 1) - width
+    if excess <= 0:
+        return None
+    while excess > 0:
+        room = [i for i, (w, f) in enumerate(zip(widths, floors)) if w > f]
+        if not room:
+            break
+        widest = max(room, key=lambda i: (widths[i], i))
+        widths[widest] -= 1
+        excess -= 1
+    return [w if w < n else None for w, n in zip(widths, natural)]
+
+
 def render(
-    records: Sequence[dict[str, Any]], fmt: str = "table", columns: Sequence[Column] | None = None
+    records: Sequence[dict[str, Any]], fmt: str = "table", columns: Sequence[Column] | None = None,
+    width: int | None = None,
 ) -> str:
     """Records as a terminal table or markdown (humanised, warnings beside their numbers), CSV or
-    JSON (raw values). ``columns``: keys or (key, header) pairs; default every key."""
+    JSON (raw values). ``columns``: keys or (key, header) pairs; default every key. ``width``: a
+    terminal table's text columns are wrapped so that its lines fit (:func:`fit_widths`)."""
     if fmt not in FORMATS:
         raise SpecError("format", fmt, f"must be one of {', '.join(FORMATS)}")
     cols = columns_of(records, columns)
@@ -128,9 +162,11 @@ def render(
         return csv_text(records, keys)
     from tabulate import tabulate
 
-    rows = [_cells(r, cols) for r in records]
+    rows = [cells(r, cols) for r in records]
     headers = [h for _, h in cols]
     if fmt == "markdown":
         rows = [[markdown_escape(c) for c in row] for row in rows]
         headers = [markdown_escape(h) for h in headers]
-    return tabulate(rows, headers=headers, tablefmt="github" if fmt == "markdown" else "simple", disable_numparse=True)
+        return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+    wrap = fit_widths(rows, headers, width) if width is not None and rows else None
+    return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True, maxcolwidths=wrap)

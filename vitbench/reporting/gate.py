@@ -99,6 +99,47 @@ def _notes(result: CompareResult) -> list[tuple[str, list[str]]]:
     return notes
 
 
+def _junit_detail(row) -> str:
+    detail = (f"baseline {row.baseline!r}, current {row.current!r}, change {row.change_text or 'n/a'}, "
+              f"rules {', '.join(row.rules) or 'none'}")
+    if row.p_value is not None:
+        detail += f", p={row.p_value:.3g}"
+    return detail + (f"; {row.note}" if row.note else "")
+
+
+def _junit_case(row) -> Any:
+    """One ruled metric of one configuration as a ``testcase``."""
+    import xml.etree.ElementTree as ET
+
+    case = ET.Element("testcase", classname=row.configuration, name=row.metric, time="0")
+    detail = _junit_detail(row)
+    if row.failed:
+        broken = f" (broke {', '.join(row.failed_rules)})" if row.failed_rules else ""
+        failure = ET.SubElement(case, "failure", message=f"{row.verdict}: {row.metric} {row.change_text}{broken}".strip(),
+                                type=row.verdict)
+        failure.text = detail
+    elif row.verdict == "n/a":
+        ET.SubElement(case, "skipped", message=row.note or "nothing to compare")
+    else:
+        ET.SubElement(case, "system-out").text = f"{row.verdict}: {detail}"
+    return case
+
+
+def _junit_gate_cases(result: CompareResult) -> list[Any]:
+    """The gate's own failures (configurations missing from the current results, ruled metrics
+    one side lacks) as test cases of class ``vitbench.gate``."""
+    import xml.etree.ElementTree as ET
+
+    cases = []
+    for index, reason in enumerate(result.failures):
+        case = ET.Element("testcase", classname="vitbench.gate", name=f"gate-{index + 1}", time="0")
+        failure = ET.SubElement(case, "failure", message=reason, type="GATE")
+        if result.removed and "missing" in reason:
+            failure.text = "missing from current: " + "; ".join(result.removed)
+        cases.append(case)
+    return cases
+
+
 def render_junit(result: CompareResult) -> str:
     """JUnit XML for CI systems that read test reports: one ``testcase`` per configuration
     (``classname``) and ruled metric (``name``); a failing verdict (REGRESSION, MISSING, INVALID) is a
@@ -107,30 +148,9 @@ def render_junit(result: CompareResult) -> str:
     metrics one side lacks) are test cases of class ``vitbench.gate``."""
     import xml.etree.ElementTree as ET
 
-    cases = []
-    for row in result.rows:
-        if not row.rules and not row.failed:  # a metric no rule checks is information, not a test
-            continue
-        case = ET.Element("testcase", classname=row.configuration, name=row.metric, time="0")
-        detail = (f"baseline {row.baseline!r}, current {row.current!r}, change {row.change_text or 'n/a'}, "
-                  f"rules {', '.join(row.rules) or 'none'}"
-                  + (f", p={row.p_value:.3g}" if row.p_value is not None else "") + (f"; {row.note}" if row.note else ""))
-        if row.failed:
-            broken = f" (broke {', '.join(row.failed_rules)})" if row.failed_rules else ""
-            failure = ET.SubElement(case, "failure", message=f"{row.verdict}: {row.metric} {row.change_text}{broken}".strip(),
-                                    type=row.verdict)
-            failure.text = detail
-        elif row.verdict == "n/a":
-            ET.SubElement(case, "skipped", message=row.note or "nothing to compare")
-        else:
-            ET.SubElement(case, "system-out").text = f"{row.verdict}: {detail}"
-        cases.append(case)
-    for index, reason in enumerate(result.failures):
-        case = ET.Element("testcase", classname="vitbench.gate", name=f"gate-{index + 1}", time="0")
-        failure = ET.SubElement(case, "failure", message=reason, type="GATE")
-        if result.removed and "missing" in reason:
-            failure.text = "missing from current: " + "; ".join(result.removed)
-        cases.append(case)
+    # a metric no rule checks is information, not a test
+    cases = [_junit_case(row) for row in result.rows if row.rules or row.failed]
+    cases += _junit_gate_cases(result)
     failures = sum(1 for c in cases if c.find("failure") is not None)
     skipped = sum(1 for c in cases if c.find("skipped") is not None)
     counts = dict(tests=str(len(cases)), failures=str(failures), errors="0", skipped=str(skipped))

@@ -1,14 +1,20 @@
 """One self-contained HTML file from a report's markdown: Python-Markdown (tables, fenced code)
 renders it, and every local image it references is embedded as a data URI, so the file can be
 attached to a pull request, mailed or published alone. Text that came from users (commit
-messages, model names) must reach the markdown through :func:`text`, which escapes HTML."""
+messages, model names) must reach the markdown through :func:`text`, which escapes HTML.
+
+:func:`table` is the HTML twin of :func:`vitbench.reporting.format.render`'s table: the same
+humanised cells (units chosen by column name, warnings beside their numbers), every cell escaped,
+for a notebook's display of :class:`vitbench.results.Records`."""
 
 from __future__ import annotations
 
 import base64
 import html
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; color: #1b1f24; }
@@ -30,24 +36,117 @@ def text(value: object) -> str:
     return markdown_escape(html.escape(str(value), quote=False))
 
 
-def _embed(match: re.Match, base: Path) -> str:
-    source = html.unescape(match.group(1))
+#: rows a notebook shows in full; a longer table shows its head and tail around a note
+MAX_ROWS = 60
+_HEAD, _TAIL = 20, 10
+
+
+def table(records: Sequence[dict[str, Any]], columns: Sequence[Any] | None = None, max_rows: int = MAX_ROWS) -> str:
+    """An HTML ``<table>`` of ``records`` with humanised, escaped cells. More than ``max_rows``
+    rows: the first 20 and the last 10, with a row saying how many are hidden between them."""
+    from vitbench.reporting.format import cells, columns_of
+
+    rows = list(records)
+    cols = columns_of(rows, columns)
+    shown: list[tuple[int, dict[str, Any]]] = list(enumerate(rows))
+    hidden = 0
+    if len(rows) > max_rows:
+        hidden = len(rows) - _HEAD - _TAIL
+        shown = shown[:_HEAD] + shown[-_TAIL:]
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for _, h in cols)
+    body = []
+    for i, record in shown:
+        if hidden and i == len(rows) - _TAIL:
+            body.append(f'<tr><td colspan="{len(cols) + 1}"><em>&hellip; {hidden} rows hidden &hellip;</em></td></tr>')
+        tds = "".join(f"<td>{html.escape(c)}</td>" for c in cells(record, cols))
+        body.append(f"<tr><th>{i}</th>{tds}</tr>")
+    caption = f"{len(rows)} row{'s' if len(rows) != 1 else ''} &times; {len(cols)} column{'s' if len(cols) != 1 else ''}"
+    if hidden:
+        caption += f" ({hidden} hidden; <code>.to_frame()</code> has them all)"
+    return (f'<table class="vitbench-records">\n<caption style="caption-side: bottom; text-align: left">{caption}</caption>\n'
+            f"<thead><tr><th></th>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) + "\n</tbody>\n</table>")
+
+
+#: the raw HTML a report's markdown may hold (``<sub>`` notes, line breaks), without attributes;
+#: any other tag, from a model name or a commit message, is shown as text, never run
+_ALLOWED_TAGS = ("sub", "sup", "br", "b", "i", "em", "strong", "code", "kbd", "small", "details", "summary")
+_ALLOWED_HTML = r"(<(?:/?(?:" + "|".join(_ALLOWED_TAGS) + r")\s*/?|!--(?:(?!<!--|-->).)*--)>)"
+#: a linked local table larger than this stays a link rather than a data URI
+MAX_EMBEDDED_LINK_BYTES = 2**20
+_DATA_MIME = {".csv": "text/csv", ".json": "application/json"}
+
+
+def _local(source: str, base: Path) -> Path | None:
+    """The file under ``base`` a relative reference names, or None (a URL, outside, absent)."""
+    if "://" in source or source.startswith(("data:", "/", "#", "mailto:", "javascript:")):
+        return None
     path = (base / source).resolve()
-    mime = _MIME.get(path.suffix.lower())
-    if mime is None or "://" in source or not path.is_file() or not path.is_relative_to(base.resolve()):
+    return path if path.is_file() and path.is_relative_to(base.resolve()) else None
+
+
+def _embed(match: re.Match, base: Path) -> str:
+    """An image's ``src`` as a data URI; one that is not a local image is not fetched either
+    (``data-src``): the document loads nothing from anywhere."""
+    tag, source = match.group(1), html.unescape(match.group(2))
+    if source.startswith("data:image/"):
+        return match.group(0)
+    path = _local(source, base)
+    mime = _MIME.get(path.suffix.lower()) if path is not None else None
+    if path is None or mime is None:
+        return f'{tag}data-src="{html.escape(source)}"'
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'{tag}src="data:{mime};base64,{data}"'
+
+
+def _link(match: re.Match, base: Path) -> str:
+    """A link to a local table (CSV, JSON) as a data URI the reader can download; ``javascript:``
+    links are disarmed; other links, and files over :data:`MAX_EMBEDDED_LINK_BYTES`, stay."""
+    tag, source = match.group(1), html.unescape(match.group(2))
+    if source.strip().lower().startswith(("javascript:", "vbscript:", "data:text/html")):
+        return f'{tag}href="#"'
+    path = _local(source, base)
+    mime = _DATA_MIME.get(path.suffix.lower()) if path is not None else None
+    if path is None or mime is None or path.stat().st_size > MAX_EMBEDDED_LINK_BYTES:
         return match.group(0)
     data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f'src="data:{mime};base64,{data}"'
+    return f'{tag}href="data:{mime};base64,{data}" download="{html.escape(path.name)}"'
+
+
+def _converter() -> Any:
+    """Python-Markdown with tables and fenced code, raw HTML limited to :data:`_ALLOWED_TAGS`."""
+    import markdown
+    from markdown.inlinepatterns import HtmlInlineProcessor
+
+    converter = markdown.Markdown(extensions=["tables", "fenced_code"], output_format="html")
+    converter.preprocessors.deregister("html_block")
+    converter.inlinePatterns.deregister("html")
+    converter.inlinePatterns.register(HtmlInlineProcessor(_ALLOWED_HTML, converter), "html", 90)
+    return converter
 
 
 def document(markdown_text: str, base: str | Path, title: str) -> str:
-    """The HTML document of ``markdown_text``, images under ``base`` embedded."""
-    import markdown
-
-    body = markdown.markdown(markdown_text, extensions=["tables", "fenced_code"], output_format="html")
-    body = re.sub(r'src="([^"]+)"', lambda m: _embed(m, Path(base)), body)
+    """The HTML document of ``markdown_text``: images under ``base`` embedded, links to local
+    CSV and JSON files as data URIs, raw HTML other than :data:`_ALLOWED_TAGS` escaped; nothing external is loaded."""
+    body = _converter().convert(markdown_text)
+    body = re.sub(r'(<img\b[^>]*?\s)src="([^"]*)"', lambda m: _embed(m, Path(base)), body)
+    body = re.sub(r'(<a\b[^>]*?\s)href="([^"]*)"', lambda m: _link(m, Path(base)), body)
     return (f'<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{html.escape(title)}</title>\n'
             f"<style>{CSS}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n")
 
 
-__all__ = ["document", "text"]
+def write(markdown_path: str | Path, title: str | None = None) -> Path:
+    """Write ``report.html`` (the same name, ``.html``) beside the markdown file ``markdown_path``:
+    one self-contained page, its images and tables embedded. ``title``: the first heading's text."""
+    from vitbench.results import atomic_write_text
+
+    source = Path(markdown_path)
+    text_md = source.read_text(encoding="utf-8")
+    if title is None:
+        heading = re.search(r"^#\s+(.+)$", text_md, re.MULTILINE)
+        title = heading.group(1).strip() if heading else source.stem
+    out = source.with_suffix(".html")
+    atomic_write_text(out, document(text_md, source.parent, title), field="html")
+    return out
+
+
+__all__ = ["MAX_ROWS", "document", "table", "text", "write"]

@@ -64,8 +64,14 @@ def _number(value: Any) -> float | None:
 
 def spread(record: dict[str, Any]) -> float | None:
     """Relative spread of the timing: the largest of the between-run CV (``run_cv``, when the row
-    pooled several runs), the coefficient of variation and IQR / median of the steps."""
-    candidates = [_number(record.get("run_cv")), _number(record.get("latency_cv"))]
+    pooled several runs), the coefficient of variation and IQR / median of the steps. A row timed
+    with CPU time per thread (``clock='cpu'``) over several runs: the between-run CV alone (as
+    :mod:`vitbench.measure.stability` judges it; its steps scatter on a shared machine while
+    the runs' medians agree)."""
+    run_spread = _number(record.get("run_cv"))
+    if record.get("clock") == "cpu" and run_spread is not None:
+        return run_spread
+    candidates = [run_spread, _number(record.get("latency_cv"))]
     iqr, median = _number(record.get("latency_iqr_s")), _number(record.get("latency_p50_s"))
     if iqr is not None and median:
         candidates.append(iqr / median)

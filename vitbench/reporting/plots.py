@@ -66,7 +66,7 @@ def _save(fig, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    fig.savefig(path, dpi=110, metadata={"Software": None}, bbox_inches="tight")  # legends beside the axes included
     _pyplot().close(fig)
     return path
 
@@ -110,8 +110,15 @@ def patch_size_figure(groups: Sequence[dict[str, Any]]):
 
 
 def resolution(curves: Sequence[Series], points: Sequence[Series], crossovers: Sequence[dict[str, Any]], path: Path, note: str = "") -> Path:
-    """MACs per image against input resolution; ViT curves dashed-free, CNN curves dashed;
-    crossovers (where a ViT curve passes a CNN curve) marked with a vertical line."""
+    """MACs per image against input resolution (see :func:`resolution_figure`), saved."""
+    return _save(resolution_figure(curves, points, crossovers, note), path)
+
+
+def resolution_figure(curves: Sequence[Series], points: Sequence[Series], crossovers: Sequence[dict[str, Any]], note: str = ""):
+    """MACs per image against input resolution; ViT curves solid, CNN curves dashed. Each of
+    ``crossovers`` ({start, end, label}: where a ViT curve and a CNN curve change order, one entry
+    per pair when they change several times) is a shaded band with its label on a row of its own
+    (stacked from the top), so labels never overlap."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     for s, color in zip(curves, colors(len(curves))):
@@ -119,14 +126,7 @@ def resolution(curves: Sequence[Series], points: Sequence[Series], crossovers: S
         match = next((p for p in points if p.label == s.label), None)
         if match is not None:
             ax.plot(match.x, [_giga(v) for v in match.y], "o", color=color, markersize=6)
-    for c in crossovers:
-        ax.axvline(c["resolution"], color="grey", linestyle=":", linewidth=1)
-        ax.annotate(
-            f"{c['label']}\n{c['resolution']} px",
-            xy=(c["resolution"], _giga(c["macs"])),
-            xytext=(8, -28), textcoords="offset points", fontsize=7,
-            arrowprops={"arrowstyle": "->", "color": "grey"},
-        )
+    _bands(ax, crossovers, top=0.96 - (0.04 * (note.count("\n") + 1) if note else 0))  # below the note
     ax.set_yscale("log")
     ax.set_xlabel("input resolution H = W (pixels)")
     ax.set_ylabel("GMACs per image (FLOPs = 2 x MACs)")
@@ -135,7 +135,24 @@ def resolution(curves: Sequence[Series], points: Sequence[Series], crossovers: S
         ax.text(0.01, 0.99, note, transform=ax.transAxes, va="top", fontsize=7, wrap=True)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
-    return _save(fig, path)
+    return fig
+
+
+def _bands(ax, regions: Sequence[dict[str, Any]], top: float) -> None:
+    """Shade each region [start, end] and label it on its own text row (axes fraction, top down),
+    with an arrow to the band: one row per region, so no two labels share a line."""
+    import matplotlib.transforms as mtransforms
+
+    mixed = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+    for i, region in enumerate(regions):
+        ax.axvspan(region["start"], region["end"], color="grey", alpha=0.15, linewidth=0)
+        y = top - 0.055 * i
+        middle = (region["start"] + region["end"]) / 2
+        ax.annotate(
+            region["label"], xy=(middle, y), xycoords=mixed, xytext=(0.99, y), textcoords="axes fraction",
+            ha="right", va="center", fontsize=7, arrowprops={"arrowstyle": "->", "color": "grey", "linewidth": 0.8},
+            bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
+        )
 
 
 def attention_share(curves: Sequence[Series], points: Sequence[Series], thresholds: Sequence[dict[str, Any]], path: Path) -> Path:
@@ -145,8 +162,10 @@ def attention_share(curves: Sequence[Series], points: Sequence[Series], threshol
     palette = colors(max(len(curves), len(thresholds)))  # threshold i belongs to curve i
     for s, color in zip(curves, palette):
         ax.plot(s.x, [100 * v for v in s.y], "-", color=color, label=s.label)
-    for j, p in enumerate(points):
-        ax.plot(p.x, [100 * v for v in p.y], _MARKERS[j % len(_MARKERS)], color="black", markersize=4, label=p.label, alpha=0.7)
+    for j, p in enumerate(points):  # point series j belongs to curve j; any beyond the curves are grey
+        color = palette[j] if j < len(curves) else "grey"
+        ax.plot(p.x, [100 * v for v in p.y], _MARKERS[j % len(_MARKERS)], color=color, markersize=5,
+                markeredgecolor="black", markeredgewidth=0.5, label=p.label)
     for t, color in zip(thresholds, palette):
         ax.axvline(
             t["tokens"], color=color, linestyle=":", linewidth=1.2,
@@ -169,16 +188,28 @@ def by_batch(series: Sequence[Series], path: Path, ylabel: str, title: str, *, s
 
 
 def by_batch_figure(series: Sequence[Series], ylabel: str, title: str, *, scale: float = 1.0, logy: bool = True):
-    """The figure of :func:`by_batch` (a matplotlib Figure, not saved)."""
+    """The figure of :func:`by_batch` (a matplotlib Figure, not saved). Each series is nudged
+    sideways by a few percent of a doubling (``dodge``) so equal values stay visible side by side;
+    a point whose ``extra["withheld"]`` is true is drawn hollow (its row is not concluded from)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
+    hollow = False
     for i, (s, color) in enumerate(zip(series, colors(len(series)))):
         y = [v / scale for v in s.y]
-        ax.plot(s.x, y, s.style, label=s.label, color=color, marker=_MARKERS[i % len(_MARKERS)])
+        x = [v * dodge(i, len(series)) for v in s.x]
+        marker = _MARKERS[i % len(_MARKERS)]
+        ax.plot(x, y, s.style.rstrip("o"), label=s.label, color=color, marker=marker)
+        withheld = s.extra.get("withheld") or [False] * len(x)
+        empty = [(a, b) for a, b, w in zip(x, y, withheld) if w]
+        if empty:
+            hollow = True
+            ax.plot([a for a, _ in empty], [b for _, b in empty], marker, color=color, markerfacecolor="white", markersize=8)
         if s.lo is not None and s.hi is not None:
             below = [max(v - lo / scale, 0.0) for v, lo in zip(y, s.lo)]
             above = [max(hi / scale - v, 0.0) for v, hi in zip(y, s.hi)]
-            ax.errorbar(s.x, y, yerr=[below, above], fmt="none", ecolor=color, elinewidth=1, capsize=3)
+            ax.errorbar(x, y, yerr=[below, above], fmt="none", ecolor=color, elinewidth=1, capsize=3)
+    if hollow:
+        ax.plot([], [], "o", color="grey", markerfacecolor="white", label="hollow: row withheld from the conclusions")
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
     ax.set_xscale("log", base=2)
@@ -187,12 +218,20 @@ def by_batch_figure(series: Sequence[Series], ylabel: str, title: str, *, scale:
     ax.xaxis.set_minor_locator(NullLocator())
     if logy:
         ax.set_yscale("log")
-    ax.set_xlabel("batch size (images)")
+    ax.set_xlabel("batch size (images; series nudged sideways so equal values stay visible)")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6, ncol=2)
+    _legend(ax, len(series) + hollow)
     return fig
+
+
+def dodge(i: int, n: int, width: float = 0.16) -> float:
+    """The factor that nudges series ``i`` of ``n`` sideways on a log-2 axis: spread over
+    ``width`` of a doubling, centred on the true value (1.0 for a single series)."""
+    if n <= 1:
+        return 1.0
+    return 2.0 ** (width * (i / (n - 1) - 0.5))
 
 
 def predicted_vs_measured(series: Sequence[Series], path: Path, unit: str = "MiB") -> Path:
@@ -223,6 +262,58 @@ def predicted_vs_measured(series: Sequence[Series], path: Path, unit: str = "MiB
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=6)
     return _save(fig, path)
+
+
+def predicted_time(panels: Sequence[tuple[str, Sequence[Series], bool]], path: Path) -> Path:
+    """Predicted time per image (seconds, shown in ms, log scale) against each varied setting: one
+    panel per (x label, series, log-2 x axis or linear)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 4.2 * len(panels)), squeeze=False)  # one row each: room for legends
+    for ax, (xlabel, series, logx) in zip(axes[:, 0], panels):
+        for i, (s, color) in enumerate(zip(series, colors(len(series)))):
+            ax.plot(s.x, [1e3 * v for v in s.y], "-", marker=_MARKERS[i % len(_MARKERS)], color=color, label=s.label)
+        ax.set_yscale("log")
+        if logx:
+            from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+            ax.set_xscale("log", base=2)
+            ax.xaxis.set_major_locator(FixedLocator(sorted({x for s in series for x in s.x})))
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("predicted time per image (ms)")
+        ax.grid(True, which="both", alpha=0.3)
+        _legend(ax, len(series))
+    fig.suptitle("Predicted time per image (vitbench.timemodel)")
+    return _save(fig, path)
+
+
+def breakdown(labels: Sequence[str], shares: dict[str, Sequence[float]], path: Path) -> Path:
+    """One horizontal bar per configuration, split into the shares of its predicted step by
+    component (``shares``: component -> one share per label, summing to 1 per label)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.28 * len(labels)))
+    left = [0.0] * len(labels)
+    rows = list(range(len(labels)))
+    for (name, values), color in zip(shares.items(), colors(len(shares))):
+        ax.barh(rows, [100 * v for v in values], left=left, color=color, label=name)
+        left = [a + 100 * v for a, v in zip(left, values)]
+    ax.set_yticks(rows, labels, fontsize=7)
+    ax.invert_yaxis()  # fastest at the top
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("share of the predicted step time (%)")
+    ax.set_title("Predicted step time by component")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    return _save(fig, path)
+
+
+def _legend(ax, n: int) -> None:
+    """A legend that stays readable: inside for a few series, beside the axes (one or two
+    columns) for many."""
+    if n <= 6:
+        ax.legend(fontsize=7)
+    else:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1), ncol=1 if n <= 18 else 2, borderaxespad=0)
 
 
 def variants(points: Sequence[dict[str, Any]], path: Path) -> Path:

@@ -7,7 +7,7 @@ analytic formulas, counters, measurement, result keys) takes a spec. One module 
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any
 
 from vitbench.errors import SpecError
 from vitbench.specs.cnn import RESNET_BLOCKS, RESNET_STEMS, PlainCNNSpec, ResNetSpec
@@ -30,7 +30,7 @@ from vitbench.specs.text import (
 )
 from vitbench.specs.vit import ATTENTIONS, PATCH_EMBEDS, POOLINGS, POS_EMBEDS, ViTSpec
 
-ModelSpec = Union[ViTSpec, ResNetSpec, PlainCNNSpec, SwinSpec, ConvNeXtSpec]
+ModelSpec = ViTSpec | ResNetSpec | PlainCNNSpec | SwinSpec | ConvNeXtSpec
 SPEC_TYPES: dict[str, type] = {
     cls.kind: cls for cls in (ViTSpec, ResNetSpec, PlainCNNSpec, SwinSpec, ConvNeXtSpec)
 }

@@ -65,6 +65,10 @@ class SwinSpec:
             boolean(name, getattr(self, name))
         if self.version not in SWIN_VERSIONS:
             raise SpecError("version", self.version, "must be 1 or 2")
+        self._check_stages()
+
+    def _check_stages(self) -> None:
+        """Per-stage heads and windows, biases, and sizes the stages can be built at."""
         stages = len(self.depths)
         if len(self.num_heads) != stages:
             raise SpecError("num_heads", self.num_heads, f"needs one value per stage ({stages} stages)")

@@ -74,26 +74,29 @@ def parse_field_value(spec_type: type, name: str, value: Any) -> Any:
         if annotation.endswith("None") and text.lower() in ("none", "auto", ""):
             return None
         return parse_bool(name, text)
+    return _parse_text(name, annotation, text, value)
+
+
+def _parse_text(name: str, annotation: str, text: str, value: str) -> Any:
+    """A field's text (not a bool or an image size) as its annotation's type: integer lists,
+    integers, finite numbers, None where the field allows it; other text stays text."""
     try:
         if name == "stages":
             return tuple(tuple(int(c) for c in group.split("-")) for group in text.split(","))
         if annotation.startswith("tuple[int"):  # 3,4,6,3 or 3-4-6-3
             return tuple(int(p) for p in re.split(r"[,-]", text))
+        if annotation.startswith(("int", "float")) and annotation.endswith("None") and text.lower() in ("none", ""):
+            return None
         if annotation.startswith("int"):
-            if annotation.endswith("None") and text.lower() in ("none", ""):
-                return None
             return int(text)
-        if annotation.startswith("float"):
-            if annotation.endswith("None") and text.lower() in ("none", ""):
-                return None
-            number = float(text)
+        if not annotation.startswith("float"):
+            return text
+        number = float(text)
     except ValueError:
         raise SpecError(name, value, f"is not a valid {_expected(name, annotation)}") from None
-    if annotation.startswith("float"):
-        if not math.isfinite(number):
-            raise SpecError(name, value, "must be a finite number")
-        return number
-    return text
+    if not math.isfinite(number):
+        raise SpecError(name, value, "must be a finite number")
+    return number
 
 
 def list_valued(spec_type: type, name: str) -> bool:

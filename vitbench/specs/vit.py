@@ -149,6 +149,10 @@ class ViTSpec:
 
     def _check_variants(self) -> None:
         """Combinations of the variant fields that the formulas and the module do not cover."""
+        self._check_position_variants()
+        self._check_token_variants()
+
+    def _check_position_variants(self) -> None:
         if self.pos_embed in ("learned-2d", "sincos-2d") and self.embed_dim % 2:
             raise SpecError("embed_dim", self.embed_dim, f"must be even for {self.pos_embed}")
         if self.pos_embed == "sincos-2d" and self.embed_dim % 4:
@@ -161,6 +165,8 @@ class ViTSpec:
                 raise SpecError(
                     "pos_embed_len", self.pos_embed_len, f"is smaller than the {self.positions} positions"
                 )
+
+    def _check_token_variants(self) -> None:
         if self.pool == "cls" and self.class_token is False:
             raise SpecError("pool", self.pool, "needs a class token (class_token=false)")
         if self.dist_token and self.pool != "cls":

@@ -6,14 +6,13 @@
 - :mod:`~vitbench.sweeps.rows`: computing one row, stage by stage; the per-row time estimate
 - :mod:`~vitbench.sweeps.launch`: ``sweep()``, the entry: the plan, then a launcher
 - :mod:`~vitbench.sweeps.run`: running a plan into a store in this process (and the dry run)
-- :mod:`~vitbench.sweeps.jsonl`: the checksummed line format and atomic file writes
-- :mod:`~vitbench.sweeps.store`: the append-only store: writing, resuming, reading
-- :mod:`~vitbench.sweeps.export`: CSV and Parquet exports
 - :mod:`~vitbench.sweeps.merging`: merging stores (shards, job arrays)
 - :mod:`~vitbench.sweeps.progress`: progress display and SIGTERM handling shared by commands
 - :mod:`~vitbench.sweeps.launchers`: one worker per GPU, Slurm job arrays via submitit
 
-Names load lazily (the store and runner import pandas/torch only when used).
+The store they write (rows, definition, exports) is :mod:`vitbench.store`, the bottom layer.
+
+Names load lazily (the runner imports torch only when used).
 """
 
 from __future__ import annotations
@@ -39,11 +38,6 @@ _EXPORTS = {
     "sweep": "vitbench.sweeps.launch",
     "SweepResult": "vitbench.sweeps.run",
     "SweepInterrupted": "vitbench.sweeps.run",
-    "Store": "vitbench.sweeps.store",
-    "StoreError": "vitbench.sweeps.store",
-    "read_store": "vitbench.sweeps.store",
-    "store_info": "vitbench.sweeps.store",
-    "export_store": "vitbench.sweeps.export",
     "merge": "vitbench.sweeps.merging",
     "MergeResult": "vitbench.sweeps.merging",
     "Progress": "vitbench.sweeps.progress",

@@ -33,12 +33,13 @@ import math
 import operator
 import random
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from vitbench.errors import SpecError
 from vitbench.settings import RunSettings
 from vitbench.specs import format_overrides, key_data, omitted_from_key, parse_field_value, spec_fields
+from vitbench.specs.model_ref import ModelRef, model_ref
 from vitbench.sweeps.plan import Study, SweepPlan, measure_identity
 from vitbench.sweeps.schema import SweepFileError
 
@@ -62,6 +63,7 @@ class Config:
     mode: str | None = None
     precision: str | None = None
     measure: RunSettings | None = None  # the study's settings (measured stage only)
+    ref: ModelRef | None = field(default=None, compare=False, repr=False)  # ``model`` parsed (the grid's)
 
     @property
     def overrides_text(self) -> str:
@@ -72,7 +74,7 @@ class Config:
 
     @functools.cached_property
     def _resolved(self) -> tuple[Any, str | None]:
-        return build_config(self.model, self.overrides)
+        return build_config(self.ref or self.model, self.overrides)
 
     @property
     def target(self) -> Any:
@@ -97,18 +99,20 @@ class Config:
 
 
 @functools.lru_cache(maxsize=512)
-def _base(model: str) -> Any:
+def _base(ref: ModelRef) -> Any:
     from vitbench.models.references import resolve
 
-    return resolve(model)
+    return resolve(ref)
 
 
-def build_config(model: str, overrides: tuple[tuple[str, Any], ...]) -> tuple[Any, str | None]:
-    """(Target, None) or (None, reason) for a model with grid overrides."""
+def build_config(model: str | ModelRef, overrides: tuple[tuple[str, Any], ...]) -> tuple[Any, str | None]:
+    """(Target, None) or (None, reason) for a model (text, or parsed once: the grid's
+    :class:`ModelRef`) with grid overrides."""
     from vitbench.models.references import resolve
 
     try:
-        return (resolve(model, dict(overrides)) if overrides else _base(model)), None
+        ref = model_ref(model)
+        return (resolve(ref, dict(overrides)) if overrides else _base(ref)), None
     except SpecError as exc:
         return None, str(exc)
 
@@ -144,7 +148,18 @@ def _fragment(value: Any) -> str:
     return _dumps(_plain(value))
 
 
-def _reference_takes(model: str, overrides: dict[str, Any]) -> set[str]:
+def _spec_choices(spec_type: type, spec: Any, name: str, alternatives: tuple[Any, ...]) -> dict[Any, bytes]:
+    """A grid field's distinct normalized values -> the member of the key's JSON object with its
+    leading comma; nothing for a field the key leaves out at this value (see spec_key)."""
+    choices: dict[Any, bytes] = {}
+    for value in alternatives:
+        parsed = _normalize(spec_type, spec, name, parse_field_value(spec_type, name, value))
+        member = b"" if omitted_from_key(spec_type, name, parsed) else f",{_dumps(name)}:{_fragment(parsed)}".encode()
+        choices.setdefault(parsed, member)
+    return choices
+
+
+def _reference_takes(model: ModelRef, overrides: dict[str, Any]) -> set[str]:
     """The grid fields a reference applies (they make its configurations distinct): from its
     signature or config (a ``py:`` factory is not called; timm builds on meta); every field
     when the reference is invalid (its rows say why)."""
@@ -160,44 +175,45 @@ class _ModelGrid:
     """The grid of one model of one study, ready to enumerate: the identity text of every
     combination is one ``template % fragments`` (C-level), fragments prepared once per value."""
 
-    def __init__(self, study: Study, model: str):
-        from vitbench.models.references import parse_reference
+    def __init__(self, study: Study, ref: ModelRef):
+        self.study, self.ref, self.model = study, ref, ref.text
+        base = _base(ref) if ref.is_preset else None
+        self.spec_type = type(base.spec) if base is not None else None
+        if base is not None:
+            self._spec_axes(base.spec)
+        else:
+            self._reference_axes()
 
-        self.study, self.model = study, model
-        base = _base(model) if parse_reference(model)[0] == "preset" else None
-        spec_type = type(base.spec) if base is not None else None
-        self.spec_type = spec_type
-        if spec_type is not None:
-            known = spec_fields(spec_type)
-            data = key_data(base.spec)
-            self.names = [n for n, _ in study.grid if n in known]
-            values, fragments = [], []
-            for name, alternatives in study.grid:
-                if name in known:
-                    choices: dict[Any, bytes] = {}
-                    for value in alternatives:
-                        parsed = _normalize(spec_type, base.spec, name, parse_field_value(spec_type, name, value))
-                        # a member of the key's JSON object with its leading comma; nothing for a
-                        # field the key leaves out at this value (see spec_key)
-                        member = b"" if omitted_from_key(spec_type, name, parsed) else f",{_dumps(name)}:{_fragment(parsed)}".encode()
-                        choices.setdefault(parsed, member)
-                    values.append(list(choices))
-                    fragments.append(list(choices.values()))
-            # spec_key's text, keys sorted, with a %b where each grid field's member goes; every
-            # member starts with a comma, and the first one is dropped when a text is made
-            slot = {n: i for i, n in enumerate(self.names)}
-            order = sorted(set(data) | set(slot))
-            parts = ["%b" if k in slot else f",{_dumps(k)}:{_dumps(data[k])}".replace("%", "%%") for k in order]
-            self.template = "".join(parts).encode()
-            self.order = [slot[k] for k in order if k in slot]  # text order -> axis index
-        else:  # a reference: overrides are builder arguments, the hash is of their text
-            used = _reference_takes(model, {n: vs[0] for n, vs in study.grid})
-            self.names = [n for n, _ in study.grid if n in used]
-            values = [list(vs) for n, vs in study.grid if n in used]
-            fragments = [[_dumps([n, str(v)]).encode() for v in vs] for n, vs in study.grid if n in used]
-            self.template = ('{"reference":%s,"overrides":[' % _dumps(model).replace("%", "%%")).encode() + b",".join([b"%b"] * len(values)) + b"]}"
-            self.order = list(range(len(values)))
-        self.values, self.fragments = values, fragments
+    def _spec_axes(self, spec: Any) -> None:
+        """A preset: each grid field's values normalized as the spec holds them, and spec_key's
+        text, keys sorted, with a %b where each grid field's member goes; every member starts
+        with a comma, and the first one is dropped when a text is made."""
+        spec_type = type(spec)
+        known = spec_fields(spec_type)
+        self.names = [n for n, _ in self.study.grid if n in known]
+        self.values, self.fragments = [], []
+        for name, alternatives in self.study.grid:
+            if name in known:
+                choices = _spec_choices(spec_type, spec, name, alternatives)
+                self.values.append(list(choices))
+                self.fragments.append(list(choices.values()))
+        data = key_data(spec)
+        slot = {n: i for i, n in enumerate(self.names)}
+        order = sorted(set(data) | set(slot))
+        parts = ["%b" if k in slot else f",{_dumps(k)}:{_dumps(data[k])}".replace("%", "%%") for k in order]
+        self.template = "".join(parts).encode()
+        self.order = [slot[k] for k in order if k in slot]  # text order -> axis index
+
+    def _reference_axes(self) -> None:
+        """A reference: overrides are builder arguments, the hash is of their text."""
+        grid = self.study.grid
+        used = _reference_takes(self.ref, {n: vs[0] for n, vs in grid})
+        self.names = [n for n, _ in grid if n in used]
+        self.values = [list(vs) for n, vs in grid if n in used]
+        self.fragments = [[_dumps([n, str(v)]).encode() for v in vs] for n, vs in grid if n in used]
+        head = '{{"reference":{},"overrides":['.format(_dumps(self.model).replace("%", "%%"))
+        self.template = head.encode() + b",".join([b"%b"] * len(self.values)) + b"]}"
+        self.order = list(range(len(self.values)))
 
     def points(self) -> Iterator[tuple[tuple[Any, ...], bytes]]:
         """(grid values, identity text) for every combination, in grid order (the first grid
@@ -253,8 +269,8 @@ def _points(plan: SweepPlan, keys_only: bool = False) -> Iterator[Any]:
     sha1 = hashlib.sha1
     for study in plan.studies:
         settings = _settings(study)
-        for model in study.models:
-            grid = _ModelGrid(study, model)
+        for ref in study.refs:
+            grid = _ModelGrid(study, ref)
             for values, identity in grid.points():
                 base = sha1(identity)
                 for batch, mode, precision, text in settings:
@@ -278,7 +294,7 @@ def iter_configs(plan: SweepPlan, shard: tuple[int, int] | None = None, digits: 
         yield Config(
             index=index, id=key.hex()[:digits], study=study.name, model=grid.model, overrides=tuple(zip(grid.names, values)), batch_size=batch,
             stages=study.stages, counters=study.counters, mode=mode, precision=precision,
-            measure=study.measure if study.per_step else None,
+            measure=study.measure if study.per_step else None, ref=grid.ref,
         )
 
 
@@ -342,7 +358,7 @@ def study_sizes(plan: SweepPlan) -> dict[str, int]:
     out: dict[str, int] = {}
     for study in plan.studies:
         rows = len(study.batch_sizes) * (len(study.modes) * len(study.precisions) if study.per_step else 1)
-        out[study.name] = rows * sum(math.prod(len(v) for v in _ModelGrid(study, m).values) for m in study.models)
+        out[study.name] = rows * sum(math.prod(len(v) for v in _ModelGrid(study, ref).values) for ref in study.refs)
     return out
 
 
@@ -351,11 +367,10 @@ def count_configs(plan: SweepPlan, shard: tuple[int, int] | None = None) -> int:
     return tally(plan, shard).selected
 
 
-def is_reference(model: str) -> bool:
-    """A ``timm:``/``torchvision:``/``hf:``/``py:`` reference (built to be known), not a preset."""
-    from vitbench.models.references import parse_reference
-
-    return parse_reference(model)[0] != "preset"
+def is_reference(model: str | ModelRef) -> bool:
+    """A ``timm:``/``torchvision:``/``hf:``/``py:`` reference (built to be known), not a preset.
+    Give the study's parsed :attr:`Study.refs` where there is one: text is parsed again."""
+    return not model_ref(model).is_preset
 
 
 #: Combinations the validity check tries per model before it gives up (a grid with more, none
@@ -389,19 +404,19 @@ def check_valid(plan: SweepPlan, build: bool = True) -> None:
     ``build=False`` (a dry run) takes references as valid: only building them could tell."""
     for study in plan.studies:
         first, whole = None, True
-        for model in study.models:
-            reference = is_reference(model)
+        for ref in study.refs:
+            reference = not ref.is_preset
             if not build and reference:
                 break
-            grid = _ModelGrid(study, model)
+            grid = _ModelGrid(study, ref)
             tries = VALIDITY_TRIES["reference" if reference else "preset"]
             lengths = [len(values) for values in grid.values]
             for indices in _probe_points(lengths, tries):
                 values = tuple(axis[i] for axis, i in zip(grid.values, indices))
-                invalid = build_config(model, tuple(zip(grid.names, values)))[1]
+                invalid = build_config(ref, tuple(zip(grid.names, values)))[1]
                 if invalid is None:
                     break
-                first = first or (model, invalid)
+                first = first or (ref.text, invalid)
             else:
                 whole = whole and math.prod(lengths) <= tries
                 continue

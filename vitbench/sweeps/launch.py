@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from vitbench.settings import COUNTERS, LAUNCHERS
+from vitbench.store.layout import DEFAULT_SYNC_EVERY, DEFAULT_SYNC_INTERVAL_S
+from vitbench.store.options import StoreOptions
 from vitbench.sweeps.grid import parse_shard
 from vitbench.sweeps.plan import SweepPlan
 from vitbench.sweeps.run import SweepResult, default_out, execute, resolve_plan
 from vitbench.sweeps.schema import SweepFileError
-from vitbench.sweeps.store import DEFAULT_SYNC_EVERY, DEFAULT_SYNC_INTERVAL_S
 
 
 def sweep(
@@ -67,14 +68,14 @@ def sweep(
         counters=counters, measure=measure,
     )
     directory = Path(out) if out is not None else default_out(plan, shard_t)
+    options = StoreOptions(
+        resume=resume, force=force, allow_foreign=allow_foreign, retry_failed=retry_failed, export=export,
+        sync=sync, sync_interval_s=sync_interval_s, sync_every=sync_every,
+    )
     if launcher == "submitit":
-        from vitbench.sweeps.launchers import run_submitit
+        from vitbench.sweeps.launchers import ArrayOptions, run_submitit
 
-        return run_submitit(
-            plan, directory, resume=resume, force=force, allow_foreign=allow_foreign, yes=yes,
-            export=export, retry_failed=retry_failed, sync=sync, sync_interval_s=sync_interval_s,
-            **dict(launcher_options or {}),
-        )
+        return run_submitit(plan, directory, options=options, array=ArrayOptions(**dict(launcher_options or {})), yes=yes)
     compute = None
     if launcher == "gpus":
         from vitbench.sweeps.launchers import run_gpus, visible_gpus
@@ -83,9 +84,8 @@ def sweep(
 
         compute = functools.partial(run_gpus, **dict(launcher_options or {}))
     return execute(
-        plan, directory, shard=shard_t, resume=resume, force=force, allow_foreign=allow_foreign,
-        retry_failed=retry_failed, yes=yes, export=export, compute=compute, on_start=on_start, on_row=on_row,
-        on_calibrate=on_calibrate, sync=sync, sync_interval_s=sync_interval_s, sync_every=sync_every,
+        plan, directory, shard=shard_t, options=options, yes=yes, compute=compute, on_start=on_start, on_row=on_row,
+        on_calibrate=on_calibrate,
     )
 
 

@@ -22,11 +22,14 @@ import queue
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vitbench.errors import VitbenchError
+from vitbench.store.layout import ROWS_NAME
+from vitbench.store.options import StoreOptions
 from vitbench.sweeps.grid import Config, check_valid, tally
 from vitbench.sweeps.plan import SweepPlan
 from vitbench.sweeps.run import SweepResult, confirm_size, execute, run_local, sweep_meta
@@ -163,25 +166,18 @@ def _replace_dead(workers, inflight, pending, left, start) -> Iterator[dict[str,
 
 # --- Slurm job arrays through submitit ---------------------------------------------------------
 class ShardJob:
-    """One array job: runs shard ``index`` of ``count`` into its own store, resuming from it."""
+    """One array job: runs shard ``index`` of ``count`` into its own store, resuming from it
+    (``options``, made :meth:`~vitbench.store.options.StoreOptions.resuming`)."""
 
-    def __init__(
-        self, plan: SweepPlan, jobs_dir: Path, count: int, retry_failed: bool, export: Sequence[str],
-        sync: str = "interval", sync_interval_s: float = 1.0,
-    ):
+    def __init__(self, plan: SweepPlan, jobs_dir: Path, count: int, options: StoreOptions):
         self.plan, self.jobs_dir, self.count = plan, jobs_dir, count
-        self.retry_failed, self.export = retry_failed, tuple(export)
-        self.sync, self.sync_interval_s = sync, sync_interval_s
+        self.options = options.resuming()
 
     def store_dir(self, index: int) -> Path:
         return self.jobs_dir / f"shard-{index:04d}-of-{self.count:04d}"
 
     def __call__(self, index: int) -> int:
-        result = execute(
-            self.plan, self.store_dir(index), shard=(index, self.count), resume=True,
-            retry_failed=self.retry_failed, yes=True, export=self.export, sync=self.sync,
-            sync_interval_s=self.sync_interval_s,
-        )
+        result = execute(self.plan, self.store_dir(index), shard=(index, self.count), options=self.options, yes=True)
         return result.ran
 
     def checkpoint(self, index: int) -> Any:
@@ -189,6 +185,58 @@ class ShardJob:
         import submitit
 
         return submitit.helpers.DelayedSubmission(self, index)
+
+
+@dataclass(frozen=True)
+class ArrayOptions:
+    """How the job array is submitted and watched (``launcher_options`` of ``--launcher
+    submitit``): ``jobs`` shards (default 8, at most one per configuration), at most
+    ``parallelism`` running at once, ``time_limit_min`` each, on ``partition``, with
+    ``gpus_per_job``, ``cpus_per_job`` and ``mem_per_job`` bytes (Slurm gets whole MiB);
+    ``cluster``: submitit's (``slurm``, ``local``, default: auto); a failed job is resubmitted up
+    to ``max_retries`` times; ``wait=False`` returns once submitted; job results are polled every
+    ``poll_s`` and Slurm states every ``state_poll_s``; ``on_submit(jobs)`` hears of each
+    submission (index -> job)."""
+
+    jobs: int | None = None
+    parallelism: int | None = None
+    time_limit_min: int | None = 60
+    partition: str | None = None
+    gpus_per_job: int | None = None
+    cpus_per_job: int | None = None
+    mem_per_job: int | None = None
+    cluster: str | None = None
+    max_retries: int = 2
+    wait: bool = True
+    poll_s: float = 1.0
+    on_submit: Callable[[dict[int, Any]], None] | None = None
+    state_poll_s: float = 5.0
+
+    def check(self) -> None:
+        """Refuse a retry count or a memory size that makes no sense, before anything is written."""
+        if not _whole(self.max_retries, 0):
+            raise LaunchInputError(f"--max-retries={self.max_retries!r}: must be a whole number >= 0")
+        if self.mem_per_job is not None and not _whole(self.mem_per_job, 1):
+            raise LaunchInputError(f"--mem-per-job={self.mem_per_job!r}: must be a positive size")
+
+    def job_count(self, grid_size: int) -> int:
+        return max(1, min(self.jobs or 8, grid_size))
+
+    def executor_parameters(self, name: str) -> dict[str, Any]:
+        """submitit's parameters for the array (None: submitit's default)."""
+        return {
+            "name": f"vitbench-{name}", "timeout_min": self.time_limit_min, "slurm_partition": self.partition,
+            "slurm_array_parallelism": self.parallelism, "gpus_per_node": self.gpus_per_job, "cpus_per_task": self.cpus_per_job,
+            "slurm_mem": f"{-(-self.mem_per_job // 2**20)}M" if self.mem_per_job else None,
+        }
+
+    def submitted(self, jobs: dict[int, Any]) -> None:
+        if self.on_submit:
+            self.on_submit(jobs)
+
+
+def _whole(value: Any, least: int) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and value >= least
 
 
 def _executor(folder: Path, cluster: str | None, options: dict[str, Any]) -> Any:
@@ -268,104 +316,129 @@ def _ended_without_result(job: Any, slurm: bool) -> str | None:
 
 
 def run_submitit(
-    plan: SweepPlan, directory: Path, *, resume: bool = False, force: bool = False, allow_foreign: bool = False,
-    yes: bool = False, export: Sequence[str] = ("csv",), retry_failed: bool = False, jobs: int | None = None,
-    parallelism: int | None = None, time_limit_min: int | None = 60, partition: str | None = None,
-    gpus_per_job: int | None = None, cpus_per_job: int | None = None, mem_per_job: int | None = None,
-    cluster: str | None = None, max_retries: int = 2, wait: bool = True, poll_s: float = 1.0, on_submit: Any = None,
-    sync: str = "interval", sync_interval_s: float = 1.0, state_poll_s: float = 5.0,
+    plan: SweepPlan, directory: Path, *, options: StoreOptions | None = None, array: ArrayOptions | None = None,
+    yes: bool = False,
 ) -> SweepResult:
     """Submit the plan as a job array, wait, resubmit failed jobs, merge the job stores into
-    ``directory``. With ``wait=False``, return after submitting (merge later with
-    ``vitbench merge OUT/jobs/* --out OUT``). ``mem_per_job`` is in bytes (Slurm gets whole
-    MiB). On Slurm the controller and the partition are checked before anything is written,
-    and a job cancelled or failed without a result (seen with ``scontrol`` every
-    ``state_poll_s``) is resubmitted like a failed one."""
-    from vitbench.sweeps.export import check_formats
-    from vitbench.sweeps.merging import merge
-    from vitbench.sweeps.store import Store
-
-    check_formats(export)
+    ``directory`` (opened and exported as ``options`` say). With ``array.wait`` false, return
+    after submitting (merge later with ``vitbench merge OUT/jobs/* --out OUT``). On Slurm the
+    controller and the partition are checked before anything is written, and a job cancelled or
+    failed without a result (seen with ``scontrol`` every ``array.state_poll_s``) is resubmitted
+    like a failed one."""
+    options, array = options or StoreOptions(), array or ArrayOptions()
+    options.check()
     check_valid(plan)
     size = tally(plan)
     confirm_size(plan, size.grid, yes)
-    count = max(1, min(jobs or 8, size.grid))
-    for name, value in (("--max-retries", max_retries), ("--mem-per-job", mem_per_job)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "--max-retries" else 1)):
-            raise LaunchInputError(f"{name}={value!r}: must be {'a whole number >= 0' if name == '--max-retries' else 'a positive size'}")
-    slurm = _uses_slurm(cluster)
+    array.check()
+    slurm = _uses_slurm(array.cluster)
     if slurm:
-        check_slurm(partition)
+        check_slurm(array.partition)
         _quiet_sacct_warnings()
-    jobs_dir = directory / "jobs"
     existed = directory.exists()
-    with Store.open(directory, sweep=sweep_meta(plan, size.grid, None), resume=resume, force=force, allow_foreign=allow_foreign):
-        if force and jobs_dir.exists():
+    _open_top_store(plan, directory, size.grid, options)
+    executor = _executor(directory / "submitit", array.cluster, array.executor_parameters(plan.name))
+    task = ShardJob(plan, directory / "jobs", array.job_count(size.grid), options)
+    submitted = _submit_array(executor, task, directory, existed)
+    array.submitted(submitted)
+    if not array.wait:
+        return _submitted_only(plan, directory, size.grid, task, submitted)
+    failed, resubmitted = _watch(executor, task, submitted, array, slurm)
+    return _merge_jobs(plan, directory, size.grid, task, options, failed, resubmitted, array.max_retries)
+
+
+def _open_top_store(plan: SweepPlan, directory: Path, grid_size: int, options: StoreOptions) -> None:
+    """Check (and create) the store the jobs are merged into, before anything is submitted:
+    its definition must match on resume; job stores of an earlier launch need --resume or --force."""
+    jobs_dir = directory / "jobs"
+    with options.open(directory, sweep_meta(plan, grid_size, None)):
+        if options.force and jobs_dir.exists():
             shutil.rmtree(jobs_dir)
-        if jobs_dir.exists() and any(jobs_dir.iterdir()) and not resume:
+        if jobs_dir.exists() and any(jobs_dir.iterdir()) and not options.resume:
             raise VitbenchError(f"out={str(directory)!r}: holds job stores from an earlier launch; pass --resume to continue them or --force to start over")
-    executor = _executor(directory / "submitit", cluster, {
-        "name": f"vitbench-{plan.name}", "timeout_min": time_limit_min, "slurm_partition": partition,
-        "slurm_array_parallelism": parallelism, "gpus_per_node": gpus_per_job, "cpus_per_task": cpus_per_job,
-        "slurm_mem": f"{-(-mem_per_job // 2**20)}M" if mem_per_job else None,
-    })
-    task = ShardJob(plan, jobs_dir, count, retry_failed, export, sync, sync_interval_s)
-    indexes = list(range(1, count + 1))
+
+
+def _submit_array(executor: Any, task: ShardJob, directory: Path, existed: bool) -> dict[int, Any]:
+    """Submit one job per shard (index -> job); a refused array removes the folder it created."""
+    indexes = list(range(1, task.count + 1))
     try:
-        submitted = dict(zip(indexes, executor.map_array(task, indexes)))
-    except Exception as exc:  # sbatch refused the array: nothing ran
+        return dict(zip(indexes, executor.map_array(task, indexes)))
+    except Exception as exc:  # noqa: BLE001 - sbatch refused the array (submitit raises several kinds): nothing ran
         if not existed:
             shutil.rmtree(directory, ignore_errors=True)
         reason = " ".join(str(exc).split())[-300:]
         raise LaunchInputError(f"--launcher submitit: the cluster refused the job array ({reason}); nothing was run") from None
-    if on_submit:
-        on_submit(submitted)
-    if not wait:
-        job = next(iter(submitted.values()))
-        return SweepResult(out=directory, total=size.grid, ran=0, skipped=0, name=plan.name, note=(
-            f"submitted {count} jobs (array {str(job.job_id).split('_')[0]}); when they are done: "
-            f"vitbench merge {jobs_dir}/* --out {directory} --force"
-        ))
-    attempts = {i: 1 for i in indexes}
+
+
+def _submitted_only(plan: SweepPlan, directory: Path, grid_size: int, task: ShardJob, submitted: dict[int, Any]) -> SweepResult:
+    job = next(iter(submitted.values()))
+    return SweepResult(out=directory, total=grid_size, ran=0, skipped=0, name=plan.name, note=(
+        f"submitted {task.count} jobs (array {str(job.job_id).split('_')[0]}); when they are done: "
+        f"vitbench merge {task.jobs_dir}/* --out {directory} --force"
+    ))
+
+
+def _watch(executor: Any, task: ShardJob, submitted: dict[int, Any], array: ArrayOptions, slurm: bool) -> tuple[dict[int, str], list[str]]:
+    """Wait for every job, resubmitting a failed one (its shard resumes from its store) up to
+    ``array.max_retries`` times. Returns the jobs that failed for good (index -> reason) and
+    what was resubmitted, one line each."""
+    attempts = dict.fromkeys(submitted, 1)
     failed: dict[int, str] = {}
     resubmitted: list[str] = []
-    next_state_check = time.monotonic() + state_poll_s
+    next_state_check = time.monotonic() + array.state_poll_s
     while submitted:
-        time.sleep(poll_s)
+        time.sleep(array.poll_s)
         check_states = slurm and time.monotonic() >= next_state_check
         if check_states:
-            next_state_check = time.monotonic() + state_poll_s
+            next_state_check = time.monotonic() + array.state_poll_s
         for index, job in list(submitted.items()):
-            ended = None if job.done() else _ended_without_result(job, check_states)
-            if not job.done() and ended is None:
+            finished, error = _job_outcome(job, check_states)
+            if not finished:
                 continue
             del submitted[index]
-            error = ended or _job_error(job)
             if error is None:
                 continue
-            if attempts[index] <= max_retries:  # resubmit: the shard resumes from its store
+            if attempts[index] <= array.max_retries:
                 attempts[index] += 1
-                resubmitted.append(f"job {index}/{count} resubmitted (attempt {attempts[index]}) after: {' '.join(str(error).split())[-200:]}")
+                resubmitted.append(f"job {index}/{task.count} resubmitted (attempt {attempts[index]}) after: {' '.join(str(error).split())[-200:]}")
                 submitted[index] = executor.submit(task, index)
-                if on_submit:
-                    on_submit({index: submitted[index]})
+                array.submitted({index: submitted[index]})
             else:
                 failed[index] = " ".join(str(error).split())[-300:]
-    stores = [task.store_dir(i) for i in indexes if (task.store_dir(i) / "rows.jsonl").exists()]
-    merged = merge(stores, directory, force=True, export=export) if stores else None
+    return failed, resubmitted
+
+
+def _job_outcome(job: Any, check_states: bool) -> tuple[bool, Any]:
+    """(finished, its error or None): a job is finished when done, or when Slurm says it ended
+    without a result (asked only when ``check_states``)."""
+    ended = None if job.done() else _ended_without_result(job, check_states)
+    if ended is None and not job.done():
+        return False, None
+    return True, ended or _job_error(job)
+
+
+def _merge_jobs(
+    plan: SweepPlan, directory: Path, grid_size: int, task: ShardJob, options: StoreOptions,
+    failed: dict[int, str], resubmitted: list[str], max_retries: int,
+) -> SweepResult:
+    """Merge the job stores into ``directory``; jobs that failed for good raise LaunchError once
+    the rows they saved are merged."""
+    from collections import Counter
+
+    from vitbench.store.reader import read_store
+    from vitbench.sweeps.merging import merge
+
+    stores = [task.store_dir(i) for i in range(1, task.count + 1) if (task.store_dir(i) / ROWS_NAME).exists()]
+    merged = merge(stores, directory, force=True, export=options.export) if stores else None
     if failed:
         index, reason = next(iter(failed.items()))
         raise LaunchError(
-            f"{len(failed)} of {count} jobs failed after {max_retries + 1} attempts (job {index}/{count}: {reason}); "
+            f"{len(failed)} of {task.count} jobs failed after {max_retries + 1} attempts (job {index}/{task.count}: {reason}); "
             f"{merged.rows if merged else 0} rows are in {directory}; rerun with --resume"
         )
-    from collections import Counter
-
-    from vitbench.sweeps.store import read_store
-
     statuses = Counter(str(r.get("status")) for r in read_store(directory)[0]) if merged else Counter()
     return SweepResult(
-        out=directory, total=size.grid, ran=merged.rows if merged else 0, skipped=0, name=plan.name,
+        out=directory, total=grid_size, ran=merged.rows if merged else 0, skipped=0, name=plan.name,
         statuses=dict(statuses), problems=resubmitted + (merged.warnings if merged else []),
     )
 
@@ -402,4 +475,4 @@ def _job_error(job: Any) -> Any:
         return exc
 
 
-__all__ = ["LaunchError", "LaunchInputError", "ShardJob", "check_slurm", "run_gpus", "run_submitit", "slurm_state", "visible_gpus"]
+__all__ = ["ArrayOptions", "LaunchError", "LaunchInputError", "ShardJob", "check_slurm", "run_gpus", "run_submitit", "slurm_state", "visible_gpus"]

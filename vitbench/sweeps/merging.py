@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vitbench.sweeps.store import CSV_NAME, ROWS_NAME, Store, StoreError, now_iso
-from vitbench.sweeps.store_layout import DEFINITION_NAME
-from vitbench.sweeps.store_read import grid_order, read_definition
+from vitbench.store.layout import CSV_NAME, DEFINITION_NAME, ROWS_NAME, StoreError
+from vitbench.store.reader import grid_order, read_definition
+from vitbench.store.writer import Store, now_iso
 
 #: Columns ignored when deciding whether two rows of the same id conflict.
 VOLATILE_COLUMNS = ("completed_at", "elapsed_s", "index", "study", "warnings")
@@ -115,17 +115,11 @@ def _prefer(kept: dict[str, Any], row: dict[str, Any]) -> bool:
     return kept.get("status") != "ok" and row.get("status") == "ok"
 
 
-def merge(
-    sources: Sequence[str | os.PathLike], out: str | os.PathLike, *, force: bool = False,
-    allow_foreign: bool = False, export: Sequence[str] = ("csv",),
-) -> MergeResult:
-    """Union of stores (directories or results CSVs), de-duplicated by row id, into ``out``.
-
-    When two sources hold different rows with the same id, the first with status ``ok`` (else
-    the first in argument order) is kept and a warning says so."""
-    if not sources:
-        raise StoreError("merge: give at least one results store")
-    out_path = Path(out).resolve()
+def _union(
+    sources: Sequence[str | os.PathLike], out_path: Path,
+) -> tuple[dict[str, dict[str, Any]], list[tuple[str, dict[str, Any]]], list[str]]:
+    """The rows of every source by id (one per id: :func:`_keep`), each source's metadata, and
+    the warnings (damaged records, conflicting rows)."""
     kept: dict[str, dict[str, Any]] = {}
     origin: dict[str, str] = {}
     infos: list[tuple[str, dict[str, Any]]] = []
@@ -139,36 +133,66 @@ def merge(
         for row in rows:
             if "id" not in row:
                 raise StoreError(f"source={str(source)!r}: a row has no 'id' column (not a vitbench sweep store)")
-            key = str(row["id"])
-            if key in kept:
-                if _comparable(kept[key]) != _comparable(row):
-                    replace = _prefer(kept[key], row)
-                    warnings.append(
-                        f"id {key} ({row.get('model', '?')}): different rows in {origin[key]} and {source}; "
-                        f"kept the one from {source if replace else origin[key]}"
-                    )
-                    if replace:
-                        kept[key], origin[key] = row, str(source)
-                continue
-            kept[key], origin[key] = row, str(source)
-    fingerprint, definition_warnings = check_definitions(infos, allow_foreign)
-    rows_sorted = sorted(kept.values(), key=grid_order)
-    missing, coverage_warnings = coverage(rows_sorted, infos)
-    warnings = definition_warnings + warnings + coverage_warnings
+            _keep(kept, origin, row, str(source), warnings)
+    return kept, infos, warnings
+
+
+def _keep(kept: dict[str, dict[str, Any]], origin: dict[str, str], row: dict[str, Any], source: str, warnings: list[str]) -> None:
+    """Keep ``row`` unless a row of its id is kept already; two different rows of one id: the
+    one :func:`_prefer` picks stays, and a warning says which."""
+    key = str(row["id"])
+    if key not in kept:
+        kept[key], origin[key] = row, source
+        return
+    if _comparable(kept[key]) == _comparable(row):
+        return
+    replace = _prefer(kept[key], row)
+    warnings.append(
+        f"id {key} ({row.get('model', '?')}): different rows in {origin[key]} and {source}; "
+        f"kept the one from {source if replace else origin[key]}"
+    )
+    if replace:
+        kept[key], origin[key] = row, source
+
+
+def _merged_definition(
+    sources: Sequence[str | os.PathLike], out: str | os.PathLike, infos: list[tuple[str, dict[str, Any]]],
+    fingerprint: str | None,
+) -> dict[str, Any]:
+    """What the merged store's sweep.json records: the common fingerprint, the sources' names,
+    grid size and definition, and where each source ran."""
     metas = [info.get("sweep") or {} for _, info in infos]
     names = list(dict.fromkeys(m["name"] for m in metas if m.get("name")))
     environments = [{"source": s, **(info.get("environment") or {})} for s, info in infos if info.get("environment")]
-    meta = {
+    return {
         "fingerprint": fingerprint, "name": "+".join(names) if names else Path(out).name,
         "merged_from": [str(s) for s in sources], "merged_at": now_iso(),
         "grid_size": next((m["grid_size"] for m in metas if m.get("grid_size")), None),
         "definition": next((m["definition"] for m in metas if m.get("definition")), None),
         "environment": {"sources": environments} if environments else {},
     }
+
+
+def merge(
+    sources: Sequence[str | os.PathLike], out: str | os.PathLike, *, force: bool = False,
+    allow_foreign: bool = False, export: Sequence[str] = ("csv",),
+) -> MergeResult:
+    """Union of stores (directories or results CSVs), de-duplicated by row id, into ``out``.
+
+    When two sources hold different rows with the same id, the first with status ``ok`` (else
+    the first in argument order) is kept and a warning says so."""
+    if not sources:
+        raise StoreError("merge: give at least one results store")
+    kept, infos, warnings = _union(sources, Path(out).resolve())
+    fingerprint, definition_warnings = check_definitions(infos, allow_foreign)
+    rows_sorted = sorted(kept.values(), key=grid_order)
+    missing, coverage_warnings = coverage(rows_sorted, infos)
+    warnings = definition_warnings + warnings + coverage_warnings
+    meta = _merged_definition(sources, out, infos, fingerprint)
     with Store.open(out, sweep=meta, force=force) as store:
         for start in range(0, len(rows_sorted), 10_000):
             store.add_many(rows_sorted[start:start + 10_000])
-    from vitbench.sweeps.export import export_store
+    from vitbench.store.export import export_store
 
     export_store(out, out, export)
     return MergeResult(out=Path(out), rows=len(rows_sorted), sources=[str(s) for s in sources], warnings=warnings, missing=missing)

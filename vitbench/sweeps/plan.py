@@ -49,6 +49,7 @@ from vitbench.errors import SpecError
 from vitbench.results import read_input_text
 from vitbench.settings import COUNTERS, STAGES, RunSettings
 from vitbench.specs import SPEC_TYPES, spec_fields
+from vitbench.specs.model_ref import ModelRef
 from vitbench.sweeps.schema import Checker, SweepFileError, check_yaml_shape
 
 TOP_KEYS = ("name", "description", "out", "models", "grid", "batch_sizes", "stages", "counters", "measure", "studies")
@@ -72,6 +73,12 @@ class Study:
     modes: tuple[str, ...] = ("infer",)
     precisions: tuple[str, ...] = ("fp32",)
     description: str = ""
+    #: ``models`` parsed, once (:class:`ModelRef`); filled from ``models`` when not given
+    refs: tuple[ModelRef, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if tuple(ref.text for ref in self.refs) != tuple(self.models):
+            object.__setattr__(self, "refs", tuple(ModelRef.parse(model) for model in self.models))
 
     @property
     def measured(self) -> bool:
@@ -236,31 +243,33 @@ def _grid(check: Checker, key: str, value: Any) -> dict[str, tuple[Any, ...]]:
     return out
 
 
-def model_kinds(check: Checker, key: str, models: Sequence[str], first: Mapping[str, Any]) -> dict[str, type | None]:
-    """Each preset's spec type, None for a reference, through the one model resolution
+def model_kinds(check: Checker, key: str, models: Sequence[str], first: Mapping[str, Any]) -> dict[ModelRef, type | None]:
+    """Each model parsed once (:class:`ModelRef`, the value the grid carries) -> its preset's
+    spec type, None for a reference, through the one model resolution
     (:mod:`vitbench.models.references`). A reference is checked without being built or its
     ``py:`` factory called (unknown names, downloads); only a timm model, whose arguments only
     its class shows, is instantiated on the meta device, with the first value of each grid
     field (a factory may need --img-size to have an input size)."""
-    from vitbench.models.references import overrides_taken, parse_reference, resolve
+    from vitbench.models.references import overrides_taken, resolve
 
-    out: dict[str, type | None] = {}
+    out: dict[ModelRef, type | None] = {}
     for model in models:
         try:
-            if parse_reference(model)[0] == "preset":
-                out[model] = type(resolve(model).spec)
+            ref = ModelRef.parse(model)
+            if ref.is_preset:
+                out[ref] = type(resolve(ref).spec)
                 continue
             try:
-                overrides_taken(model, first)
+                overrides_taken(ref, first)
             except SpecError:  # the first grid values may not suit it: its own defaults may
-                overrides_taken(model, {})
-        except Exception as exc:  # UnknownModelError, SpecError: keep the hint after the key
+                overrides_taken(ref, {})
+        except Exception as exc:  # noqa: BLE001 - UnknownModelError, SpecError: keep the hint after the key
             raise check.fail(key, model, str(exc).split(": ", 1)[-1]) from None
-        out[model] = None
+        out[ref] = None
     return out
 
 
-def _check_grid(check: Checker, where: str, grid: dict[str, tuple[Any, ...]], own: set[str], kinds: dict[str, type | None]) -> dict[str, tuple[Any, ...]]:
+def _check_grid(check: Checker, where: str, grid: dict[str, tuple[Any, ...]], own: set[str], kinds: dict[ModelRef, type | None]) -> dict[str, tuple[Any, ...]]:
     """Keep the fields that apply to a model of the study; a field of the study's own grid that
     applies to none is an error, an inherited one is skipped."""
     from vitbench.specs import parse_field_value
@@ -315,8 +324,19 @@ def _study(check: Checker, data: dict[str, Any], top: dict[str, Any], prefix: st
         stages=("analytic",) if stages_value is None else check.strings(f"{prefix}stages", stages_value, STAGES),
         counters=COUNTERS if counters_value is None else check.strings(f"{prefix}counters", counters_value, COUNTERS),
         measure=settings, modes=modes, precisions=precisions,
-        description=check.text(f"{prefix}description", get("description") or ""),
+        description=check.text(f"{prefix}description", get("description") or ""), refs=tuple(kinds),
     )
+
+
+def _check_top_models_used(check: Checker, top: Mapping[str, Any], entries: Sequence[Any]) -> None:
+    """Refuse top-level ``models`` that every study replaces: the top level is not a study of its
+    own, so those models would silently never run."""
+    if top.get("models") is not None and all(isinstance(e, Mapping) and "models" in e for e in entries):
+        raise check.fail(
+            "models", top["models"],
+            "is inherited by no study (each study sets its own models), so it would never run: the top level is "
+            "not a study of its own; move these models (and their grid) into a study",
+        )
 
 
 def validate(
@@ -357,6 +377,7 @@ def validate(
                 raise check.fail(f"{prefix}name", study_name, "is used by two studies")
             found.append(_study(check, study_data, inherited, prefix, study_name))
         studies = tuple(found)
+        _check_top_models_used(check, top, entries)
         for field_name, values in _grid(check, "grid", top.get("grid")).items():
             if not any(field_name in dict(s.grid) for s in studies):
                 raise check.fail(f"grid.{field_name}", list(values), "does not apply to the models of any study")

@@ -103,7 +103,7 @@ class Runner:
             row.update(status="refused", error=str(exc))
         except (KeyboardInterrupt, SystemExit):
             raise
-        except Exception as exc:  # a failed configuration is a row, never an aborted sweep
+        except Exception as exc:  # noqa: BLE001 - a failed configuration is a row, never an aborted sweep
             row.update(status="error", error=f"{exc.__class__.__name__}: {' '.join(str(exc).split())}"[:500])
         row.update(identity)  # the sweep's names win over a stage's (measure names the model too)
         return _finish(row, started)
@@ -129,7 +129,7 @@ def _measured(target: Any, config: Config) -> dict[str, Any]:
 
 
 def _finish(row: dict[str, Any], started: float) -> dict[str, Any]:
-    from vitbench.sweeps.store import now_iso
+    from vitbench.store.writer import now_iso
 
     row["elapsed_s"] = time.perf_counter() - started
     row["completed_at"] = now_iso()
@@ -188,7 +188,7 @@ def row_seconds(plan: SweepPlan, store_s: float = 0.00015) -> dict[str, float]:
     out = {}
     for study in plan.studies:
         first = study.models[0]
-        target = None if is_reference(first) else build_config(first, ())[0]  # a reference is not built to estimate
+        target = None if is_reference(study.refs[0]) else build_config(first, ())[0]  # a reference is not built to estimate
         seconds = store_s
         if target is not None and target.spec is not None:
             started = time.perf_counter()

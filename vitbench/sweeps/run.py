@@ -1,7 +1,7 @@
 """Running a plan into a store, in this process: :func:`execute` (and the dry run, :func:`preview`).
 
 Each completed row is written to the store before the next configuration starts (fsynced by
-group commit: :mod:`vitbench.sweeps.store`); the CSV export is written at the end and on
+group commit: :mod:`vitbench.store.writer`); the CSV export is written at the end and on
 interruption, after an fsync. ``--resume`` skips ids already in
 the store (the sweep's fingerprint must match the store's), ``--retry-failed`` reruns rows whose
 status is error or oom, ``--shard I/N`` runs one shard. A grid larger than
@@ -23,10 +23,10 @@ from typing import Any
 
 from vitbench.errors import VitbenchError
 from vitbench.results import Records
+from vitbench.store.options import StoreOptions
 from vitbench.sweeps.grid import Config, Tally, check_valid, iter_configs, tally
 from vitbench.sweeps.plan import SweepPlan, load_sweep_file, plan_from_grid
 from vitbench.sweeps.schema import SweepFileError
-from vitbench.sweeps.store import DEFAULT_SYNC_EVERY, DEFAULT_SYNC_INTERVAL_S
 
 #: Row statuses that ``retry_failed`` reruns on resume.
 FAILED_STATUSES = ("error", "oom")
@@ -66,7 +66,7 @@ class SweepResult:
     @property
     def records(self) -> Records:
         if self._records is None:
-            from vitbench.sweeps.store import read_store
+            from vitbench.store.reader import read_store
 
             self._records = read_store(self.out)[0]
         return self._records
@@ -142,7 +142,7 @@ def preview(plan: SweepPlan, shard: tuple[int, int] | None = None, limit: int = 
 
     check_valid(plan, build=False)
     counted = tally(plan, shard)
-    references = tuple(dict.fromkeys(m for study in plan.studies for m in study.models if is_reference(m)))
+    references = tuple(dict.fromkeys(ref.text for study in plan.studies for ref in study.refs if is_reference(ref)))
     rows = [
         {
             "index": c.index, "id": c.id, "study": c.study, "model": c.model, "overrides": c.overrides_text,
@@ -159,45 +159,36 @@ def execute(
     directory: Path,
     *,
     shard: tuple[int, int] | None = None,
-    resume: bool = False,
-    force: bool = False,
-    allow_foreign: bool = False,
-    retry_failed: bool = False,
+    options: StoreOptions | None = None,
     yes: bool = False,
-    export: Sequence[str] = ("csv",),
     compute: Callable[[Iterator[Config]], Iterator[dict[str, Any]]] | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
     on_calibrate: Callable[[str], None] | None = None,
-    sync: str = "interval",
-    sync_interval_s: float = DEFAULT_SYNC_INTERVAL_S,
-    sync_every: int = DEFAULT_SYNC_EVERY,
 ) -> SweepResult:
     """Run ``plan`` (or one shard) into the store at ``directory``: every check first (the
     grid, the devices, the size, the output path), then each row appended as it completes.
-    ``compute`` turns configurations into rows (default :func:`run_local`; the GPU pool is
-    another); the store is written here, by this process alone. ``sync`` / ``sync_interval_s``:
-    the store's fsync policy (``always``: one fsync per row)."""
+    ``options``: how the store is opened (resume, force...), exported and fsynced (default
+    :class:`StoreOptions`: a new store, CSV export, group commit). ``compute`` turns
+    configurations into rows (default :func:`run_local`; the GPU pool is another); the store is
+    written here, by this process alone."""
     from vitbench.results import check_output_dir
-    from vitbench.sweeps.export import check_formats, export_store
+    from vitbench.store.export import export_store
+    from vitbench.store.reader import stored_id_digits, stored_ids
     from vitbench.sweeps.grid import ID_DIGITS
     from vitbench.sweeps.rows import check_measured, prepare_predict
-    from vitbench.sweeps.store import Store, check_sync, stored_id_digits, stored_ids
 
-    check_formats(export)
-    check_sync(sync, sync_interval_s, sync_every)
+    options = options or StoreOptions()
+    options.check()
     check_valid(plan)
     devices = check_measured(plan)
     size = tally(plan, shard)
     confirm_size(plan, size.selected, yes)
     check_output_dir(directory, "out")  # before a calibration runs (Store.open checks it again for direct callers)
     prepare_predict(plan, on_calibrate)
-    digits = ID_DIGITS if force else (stored_id_digits(directory) or ID_DIGITS)
-    with Store.open(
-        directory, sweep={**sweep_meta(plan, size.grid, shard, devices), "id_hex_digits": digits}, resume=resume, force=force,
-        allow_foreign=allow_foreign, sync=sync, sync_interval_s=sync_interval_s, sync_every=sync_every,
-    ) as store:
-        done = {k: s for k, s in store.statuses.items() if not (retry_failed and s in FAILED_STATUSES)}
+    digits = ID_DIGITS if options.force else (stored_id_digits(directory) or ID_DIGITS)
+    with options.open(directory, {**sweep_meta(plan, size.grid, shard, devices), "id_hex_digits": digits}) as store:
+        done = {k: s for k, s in store.statuses.items() if not (options.retry_failed and s in FAILED_STATUSES)}
         counted = tally(plan, shard, done) if done else size
         if on_start:
             on_start(counted.selected - counted.done, counted.done)
@@ -213,11 +204,11 @@ def execute(
                     on_row(row)
         except KeyboardInterrupt:  # perhaps inside a write: count what is on disk
             _sync_quietly(store)
-            _export_quietly(directory, export)
+            _export_quietly(directory, options.export)
             saved = tally(plan, shard, dict.fromkeys(stored_ids(directory))).done
             raise SweepInterrupted(saved, counted.selected, directory) from None
         store.flush()
-        export_store(directory, directory, export)  # still holding the lock
+        export_store(directory, directory, options.export)  # still holding the lock
     return SweepResult(
         out=directory, total=counted.selected, ran=ran, skipped=counted.done, statuses=statuses,
         name=plan.name, problems=list(store.problems),
@@ -247,7 +238,7 @@ def _sync_quietly(store: Any) -> None:
 
 def _export_quietly(directory: Path, formats: Sequence[str]) -> None:
     """The CSV export on interruption: rows are safe in the store even when this fails."""
-    from vitbench.sweeps.export import export_store
+    from vitbench.store.export import export_store
 
     try:
         export_store(directory, directory, formats)
@@ -274,7 +265,7 @@ def environment(measured_devices: Sequence[str] = ()) -> dict[str, Any]:
     import sys
 
     from vitbench import __version__
-    from vitbench.sweeps.store import now_iso
+    from vitbench.store.writer import now_iso
 
     env: dict[str, Any] = {
         "python": sys.version.split()[0], "platform": platform.platform(), "machine": platform.machine(),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vitbench.timemodel.calibration import Calibration
+from vitbench.timemodel.calibration.schema import Calibration
 from vitbench.timemodel.model import Prediction, predict_ops
 from vitbench.timemodel.ops import Op
 

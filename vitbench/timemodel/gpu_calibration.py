@@ -27,7 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vitbench.timemodel.calibration import CalibrationError, cache_dir, file_safe
+from vitbench.timemodel.calibration.cache import cache_dir, file_safe
+from vitbench.timemodel.calibration.schema import CalibrationError
 
 FORMAT = 1
 KIND = "vitbench-gpu-calibration"

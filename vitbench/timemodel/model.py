@@ -1,5 +1,5 @@
 """The time model: one step's time from its traced operators (:mod:`vitbench.timemodel.ops`) and
-a calibration (:mod:`vitbench.timemodel.calibration`).
+a calibration (:mod:`vitbench.timemodel.calibration.schema`).
 
 Every operator pays the framework's fixed cost for the step's mode, then its kernel's time,
 scaled by how much colder operators run inside a step than on their own:
@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from vitbench.timemodel.calibration import COMPUTE_KERNELS, Calibration
-from vitbench.timemodel.ops import COMPONENTS, Op
+from vitbench.timemodel.calibration.schema import Calibration
+from vitbench.timemodel.ops import COMPONENTS, COMPUTE_KERNELS, Op
 
 BREAKDOWN = (*COMPONENTS, "overhead")
 

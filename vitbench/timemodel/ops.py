@@ -117,60 +117,87 @@ def _operands(name: str, args: tuple) -> tuple:
 
 
 def gemm_shape(name: str, args: tuple, out: Any) -> tuple[int, ...]:
-    """(m, k, n) of the equivalent matrix product (batch folded into m), for the rate lookup."""
+    """(m, k, n) of the equivalent matrix product (batch folded into m), for the rate lookup;
+    () for an operator that is none, or whose arguments do not fit its form."""
+    try:
+        if name in ("mm", "addmm", "linear", "bmm", "baddbmm"):
+            return _product_shape(name, args)
+        if name in MATMUL_COMPOSITES:
+            return _composite_shape(name, args, out)
+        if name.startswith(("scaled_dot_product", "_scaled_dot_product", "_flash_attention", "_efficient_attention")):
+            return _attention_shape(args)
+        if name in CONV_OPS:
+            return _conv_shape(name, args, out)
+    except (ValueError, IndexError, TypeError):
+        return ()
+    return ()
+
+
+def _arg_shape(args: tuple, i: int) -> tuple[int, ...]:
+    """The shape of argument ``i``; () when it is missing or not a tensor."""
+    import torch
+
+    return tuple(args[i].shape) if len(args) > i and isinstance(args[i], torch.Tensor) else ()
+
+
+def _product_shape(name: str, args: tuple) -> tuple[int, ...]:
+    """mm (a, b), addmm (c, a, b): (m, k, n); linear (x, w): (prod x[:-1], w[1], w[0]);
+    bmm (a, b), baddbmm (c, a, b): (a0 x a1, a2, b2)."""
+    from math import prod
+
+    if name == "mm":
+        (m, k), (_, n) = _arg_shape(args, 0), _arg_shape(args, 1)
+        return (m, k, n)
+    if name == "addmm":
+        (m, k), (_, n) = _arg_shape(args, 1), _arg_shape(args, 2)
+        return (m, k, n)
+    if name == "linear":
+        x, w = _arg_shape(args, 0), _arg_shape(args, 1)
+        return (prod(x[:-1]), w[1], w[0])
+    a, b = (_arg_shape(args, 0), _arg_shape(args, 1)) if name == "bmm" else (_arg_shape(args, 1), _arg_shape(args, 2))
+    return (a[0] * a[1], a[2], b[2])
+
+
+def _composite_shape(name: str, args: tuple, out: Any) -> tuple[int, ...]:
+    """matmul of two matrices (or stacks): (prod a[:-1], a[-1], b[-1]); otherwise from the
+    result: (prod out[:-1], the first operand's last dimension, out[-1])."""
     from math import prod
 
     import torch
 
-    def shape(i):
-        return tuple(args[i].shape) if len(args) > i and isinstance(args[i], torch.Tensor) else ()
-
-    try:
-        if name == "mm":
-            (m, k), (_, n) = shape(0), shape(1)
-            return (m, k, n)
-        if name == "addmm":
-            (m, k), (_, n) = shape(1), shape(2)
-            return (m, k, n)
-        if name == "linear":
-            x, w = shape(0), shape(1)
-            m = 1
-            for d in x[:-1]:
-                m *= d
-            return (m, w[1], w[0])
-        if name in ("bmm", "baddbmm"):
-            a, b = (shape(0), shape(1)) if name == "bmm" else (shape(1), shape(2))
-            return (a[0] * a[1], a[2], b[2])
-        if name in MATMUL_COMPOSITES:
-            tensors = [tuple(t.shape) for t in _operands(name, args) if isinstance(t, torch.Tensor)]
-            if name == "matmul" and len(tensors) == 2 and len(tensors[0]) >= 2 and len(tensors[1]) >= 2:
-                a, b = tensors
-                return (prod(a[:-1]), a[-1], b[-1])
-            out_t = out if isinstance(out, torch.Tensor) else None
-            return (prod(out_t.shape[:-1]), tensors[0][-1] if tensors and tensors[0] else 1, out_t.shape[-1]) if out_t is not None and out_t.ndim else ()
-        if name.startswith(("scaled_dot_product", "_scaled_dot_product", "_flash_attention", "_efficient_attention")):
-            q, k = shape(0), shape(1)
-            batch = 1
-            for d in q[:-2]:
-                batch *= d
-            return (batch * q[-2], q[-1], k[-2])
-        if name in CONV_OPS:
-            x, w = (shape(0), shape(1)) if name != "convolution_backward" else (shape(1), shape(2))
-            out_t = out[0] if isinstance(out, (tuple, list)) else out
-            spatial = 1
-            ref = out_t if name != "convolution_backward" and isinstance(out_t, torch.Tensor) else None
-            dims = tuple(ref.shape[2:]) if ref is not None else tuple(args[0].shape[2:])
-            for d in dims:
-                spatial *= d
-            k = 1
-            for d in w[1:]:  # in_channels / groups x kernel elements
-                k *= d
-            # a grouped convolution is `groups` products of (m, k) x (k, out / groups): folded into m
-            groups = x[1] // w[1] if w[1] else 1
-            return (x[0] * spatial * groups, k, w[0] // groups)
-    except (ValueError, IndexError, TypeError):
+    tensors = [tuple(t.shape) for t in _operands(name, args) if isinstance(t, torch.Tensor)]
+    if name == "matmul" and len(tensors) == 2 and len(tensors[0]) >= 2 and len(tensors[1]) >= 2:
+        a, b = tensors
+        return (prod(a[:-1]), a[-1], b[-1])
+    out_t = out if isinstance(out, torch.Tensor) else None
+    if out_t is None or not out_t.ndim:
         return ()
-    return ()
+    return (prod(out_t.shape[:-1]), tensors[0][-1] if tensors and tensors[0] else 1, out_t.shape[-1])
+
+
+def _attention_shape(args: tuple) -> tuple[int, ...]:
+    """Fused attention on q (..., L, E), k (..., S, E): (prod q[:-2] x L, E, S)."""
+    from math import prod
+
+    q, k = _arg_shape(args, 0), _arg_shape(args, 1)
+    return (prod(q[:-2]) * q[-2], q[-1], k[-2])
+
+
+def _conv_shape(name: str, args: tuple, out: Any) -> tuple[int, ...]:
+    """A convolution as `groups` products of (m, k) x (k, out / groups), folded into m:
+    (batch x output positions x groups, in_channels / groups x kernel elements, out / groups)."""
+    from math import prod
+
+    import torch
+
+    x, w = (_arg_shape(args, 0), _arg_shape(args, 1)) if name != "convolution_backward" else (_arg_shape(args, 1), _arg_shape(args, 2))
+    out_t = out[0] if isinstance(out, (tuple, list)) else out
+    ref = out_t if name != "convolution_backward" and isinstance(out_t, torch.Tensor) else None
+    dims = tuple(ref.shape[2:]) if ref is not None else tuple(args[0].shape[2:])
+    spatial = prod(dims)
+    k = prod(w[1:])  # in_channels / groups x kernel elements
+    groups = x[1] // w[1] if w[1] else 1
+    return (x[0] * spatial * groups, k, w[0] // groups)
 
 
 def _macs(func: Any, args: tuple, kwargs: dict, out: Any) -> int:

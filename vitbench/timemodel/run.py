@@ -21,16 +21,9 @@ from vitbench.results import Records
 from vitbench.row_warnings import warning
 from vitbench.settings import MAX_THREADS, MODES, OPTIMIZERS, check_batch_size
 from vitbench.specs.limits import MAX_TRACED_BLOCKS, too_many_blocks
-from vitbench.timemodel.calibration import (
-    PRECISION_DTYPES,
-    Calibration,
-    CalibrationError,
-    cache_path,
-    calibrate,
-    default_threads,
-    load,
-    save,
-)
+from vitbench.timemodel.calibration.cache import cache_path, load, save
+from vitbench.timemodel.calibration.schema import PRECISION_DTYPES, Calibration, CalibrationError
+from vitbench.timemodel.calibration.worker import calibrate, default_threads
 from vitbench.timemodel.gpus import GPU_DEVICES, gpu
 
 PREDICT_DEVICES = ("cpu", "cuda", *GPU_DEVICES)
@@ -129,7 +122,7 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
     is missing, damaged, from another torch version or lacks a precision is refused with the
     reason (:class:`CalibrationError`, exit code 2: the file was asked for by name, so nothing
     is calibrated in its place). Otherwise the cache
-    (:func:`~vitbench.timemodel.calibration.cache_dir`) is read, or the device calibrated on
+    (:func:`~vitbench.timemodel.calibration.cache.cache_dir`) is read, or the device calibrated on
     first use and the result saved there. ``on_calibrate(message)`` hears when a calibration
     starts (it takes about half a minute)."""
     import torch
@@ -338,6 +331,7 @@ def predict(
     input_size: Any = None,
     overrides: dict[str, Any] | None = None,
     on_calibrate: Callable[[str], None] | None = None,
+    on_progress: Callable[[int, int, str], None] | None = None,
     reparam: bool = False,
     trace_cache: bool = True,
     **field_overrides: Any,
@@ -355,7 +349,8 @@ def predict(
     ``pred_epoch_s``, ``pred_train_hours`` and (with ``price_per_hour``) ``pred_cost``, from the
     measured step instead when ``measured`` (profile rows, or a CSV / JSON-lines file of them)
     has the same configuration. ``device`` may name several (``"a100,h100"``): one trace, priced
-    per device. ``reparam``: the model in its deployed form (timm's ``reparameterize_model``).
+    per device. ``on_progress(done, total, label)`` is called as each configuration starts (after
+    the calibration, which ``on_calibrate`` announces). ``reparam``: the model in its deployed form (timm's ``reparameterize_model``).
     A model that cannot be traced gives a row with ``status='error'``.
 
     >>> predict(["vit-s/16", "resnet50"], mode=["infer", "train"], batch_size=[1, 32])  # doctest: +SKIP
@@ -371,21 +366,7 @@ def predict(
     batches = _as_list("batch_size", batch_size)
     precisions = _as_list("precision", precision, PREDICT_PRECISIONS)
     _as_list("optimizer", optimizer, OPTIMIZERS)
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or not 0 < threads <= MAX_THREADS):
-        raise SpecError("threads", threads, f"must be a positive integer up to {MAX_THREADS}")
-    if "cpu" not in devices and threads is not None:
-        raise SpecError("threads", threads, "is for --device cpu")
-    _check_precisions(devices, precisions)
-    if not isinstance(reparam, bool):
-        raise SpecError("reparam", reparam, "must be true or false")
-    _positive_or_none("epochs", epochs)
-    _positive_or_none("dataset_size", dataset_size, integer=True)
-    _positive_or_none("price_per_hour", price_per_hour)
-    if (epochs is None) != (dataset_size is None):
-        raise SpecError("epochs" if epochs is None else "dataset_size", None,
-                        "training cost needs both epochs and dataset_size")
-    if price_per_hour is not None and epochs is None:
-        raise SpecError("price_per_hour", price_per_hour, "needs epochs and dataset_size")
+    _check_arguments(devices, precisions, threads, reparam, epochs, dataset_size, price_per_hour)
     measured_rows = _measured_index(measured) if measured is not None else {}
 
     if isinstance(models, (str, os.PathLike)) or not isinstance(models, Iterable) or is_module(models):
@@ -395,12 +376,16 @@ def predict(
                                          recalibrate, on_calibrate) for each in devices}
     environment = {"env_torch": torch.__version__, "vitbench_version": __version__}
     records = Records()
-    for target, run_mode, batch, prec in itertools.product(targets, modes, batches, precisions):
+    counts: dict = {}  # params and MACs counted for models without a formula, by (target, batch)
+    configurations = list(itertools.product(targets, modes, batches, precisions))
+    for index, (target, run_mode, batch, prec) in enumerate(configurations):
+        if on_progress is not None:
+            on_progress(index, len(configurations), f"{target.label} batch {batch} {run_mode} {prec}")
         refusal = too_many_blocks(target.spec, MAX_TRACED_BLOCKS, "tracing the step")
         traces: dict[str, Any] = {}
         for each in devices:
             cal, warnings = pricing[each]
-            row = _row_head(target, batch, each, run_mode, prec, optimizer, cal, reparam)
+            row = _row_head(target, batch, each, run_mode, prec, optimizer, cal, reparam, counts)
             row_warnings = list(warnings)
             started = time.perf_counter()
             if refusal is not None:  # decided from the spec: nothing is built
@@ -429,27 +414,80 @@ def predict(
             row["pred_seconds"] = time.perf_counter() - started
             row_warnings.extend(_trace_warnings(row, prediction, run_mode))
             seen = measured_rows.get((target.name, target.overrides_text if target.overrides else "", run_mode, batch, prec))
-            if seen is not None:
-                row["measured_latency_s"] = seen
-                row["pred_ratio"] = prediction.latency_s / seen
-            if epochs is not None:
-                from vitbench.timemodel.cost import training_cost
-
-                step_s = seen if seen is not None else prediction.latency_s
-                row.update(training_cost(step_s, batch, epochs, dataset_size, price_per_hour))
-                row["cost_basis"] = "measured" if seen is not None else "predicted"
-                if run_mode != "train":
-                    row_warnings.append(warning("cost-from-inference", "training cost from an inference step", "use --mode train for training"))
+            columns, cost_warnings = _measured_and_cost(prediction.latency_s, seen, batch, run_mode, epochs, dataset_size,
+                                                        price_per_hour)
+            row.update(columns)
+            row_warnings.extend(cost_warnings)
             row.update(status="ok", error=None, warnings=row_warnings, **environment)
             records.append(row)
     return records
 
 
+def _check_arguments(devices: list[str], precisions: list[str], threads: Any, reparam: Any, epochs: Any,
+                     dataset_size: Any, price_per_hour: Any) -> None:
+    """SpecError for the first of :func:`predict`'s arguments that is wrong or that another rules out."""
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or not 0 < threads <= MAX_THREADS):
+        raise SpecError("threads", threads, f"must be a positive integer up to {MAX_THREADS}")
+    if "cpu" not in devices and threads is not None:
+        raise SpecError("threads", threads, "is for --device cpu")
+    _check_precisions(devices, precisions)
+    if not isinstance(reparam, bool):
+        raise SpecError("reparam", reparam, "must be true or false")
+    _positive_or_none("epochs", epochs)
+    _positive_or_none("dataset_size", dataset_size, integer=True)
+    _positive_or_none("price_per_hour", price_per_hour)
+    if (epochs is None) != (dataset_size is None):
+        raise SpecError("epochs" if epochs is None else "dataset_size", None,
+                        "training cost needs both epochs and dataset_size")
+    if price_per_hour is not None and epochs is None:
+        raise SpecError("price_per_hour", price_per_hour, "needs epochs and dataset_size")
+
+
+def _measured_and_cost(latency_s: float, seen: float | None, batch: int, mode: str, epochs: float | None,
+                       dataset_size: int | None, price_per_hour: float | None) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """A row's measured columns (``measured_latency_s``, ``pred_ratio = latency_s / seen``, when
+    ``seen``: the measured step) and training cost (from the measured step when there is one,
+    else the predicted one; with ``epochs``), and the warning that a cost rests on an inference step."""
+    columns: dict[str, Any] = {}
+    warnings: list[dict[str, str]] = []
+    if seen is not None:
+        columns["measured_latency_s"] = seen
+        columns["pred_ratio"] = latency_s / seen
+    if epochs is not None:
+        from vitbench.timemodel.cost import training_cost
+
+        step_s = seen if seen is not None else latency_s
+        columns.update(training_cost(step_s, batch, epochs, dataset_size, price_per_hour))
+        columns["cost_basis"] = "measured" if seen is not None else "predicted"
+        if mode != "train":
+            warnings.append(warning("cost-from-inference", "training cost from an inference step", "use --mode train for training"))
+    return columns, warnings
+
+
+def _deployed_target(target: Any, counts: dict | None) -> Any:
+    """``target`` built in its deployed (reparameterised) form, made once per command."""
+    import dataclasses
+    import functools
+
+    from vitbench.timemodel.trace_setup import deployed
+
+    if getattr(target, "build", None) is None or getattr(target, "spec", None) is not None:
+        return target
+    cache = counts if counts is not None else {}
+    key = ("deployed", id(target))
+    if key not in cache:
+        cache[key] = dataclasses.replace(target, build=functools.partial(deployed, target.build))
+    return cache[key]
+
+
 def _row_head(target: Any, batch: int, device: str, mode: str, precision: str, optimizer: str, cal: Any,
-              reparam: bool) -> dict[str, Any]:
+              reparam: bool, counts: dict | None = None) -> dict[str, Any]:
     from vitbench.analytic.identity import identity_record
+    from vitbench.counters.fill import counted_identity
 
     row: dict[str, Any] = identity_record(target, batch)
+    # no formula: params and MACs as analyze counts them, of the form that is priced
+    row.update(counted_identity(_deployed_target(target, counts) if reparam else target, batch, counts))
     row.update(device=device, mode=mode, precision=precision, optimizer=optimizer if mode == "train" else None,
                threads=cal.threads if cal.basis == "calibration" else None)
     if device != "cpu":

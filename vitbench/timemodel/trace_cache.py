@@ -107,7 +107,7 @@ def read(key: str) -> list[Op] | None:
 
 def write(key: str, ops: list[Op]) -> bool:
     """Store ``ops`` under ``key``; False (and nothing raised) when the cache cannot be written."""
-    from vitbench.sweeps.jsonl import write_atomic
+    from vitbench.store.atomic import write_atomic
 
     directory = trace_dir()
     payload = gzip.compress(json.dumps({"format": FORMAT, "key": key, "ops": [op.as_tuple() for op in ops]},

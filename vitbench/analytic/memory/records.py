@@ -138,7 +138,7 @@ def _replayed_record(model, spec, memory_bytes, batch_size, mode, precision, opt
 def _traced_record(model, reason, trace, memory_bytes, batch_size, mode, precision, optimizer):
     try:
         profile = trace(model, mode, precision, optimizer)
-    except Exception as exc:  # a model fake tensors cannot run: say so, predict nothing
+    except Exception as exc:  # noqa: BLE001 - a model fake tensors cannot run: say so, predict nothing
         failed = f"tracing it on fake tensors failed: {exc.__class__.__name__}: {exc}".splitlines()[0]
         return _unsupported_record(model, [warning("memory-unavailable", reason), warning("memory-unavailable", failed)],
                                    memory_bytes, batch_size, mode, precision, optimizer)
@@ -147,8 +147,8 @@ def _traced_record(model, reason, trace, memory_bytes, batch_size, mode, precisi
     record = _unsupported_record(model, [], memory_bytes, shown, mode, precision, optimizer)
     record["pred_peak_memory_bytes"] = profile.peak(shown)
     warnings = [warning("memory-traced", "memory prediction traced on fake tensors (no formula): the tensors operators "
-                        "return, without kernel workspaces; within 2% of measured CPU training peaks on "
-                        "vitbench's own models")]
+                        "return, without kernel workspaces: a lower bound, within about 5% of measured CPU training "
+                        "peaks (docs/memory.md)")]
     _budget(record, memory_bytes, max_batch, profile.peak, warnings)
     record["warnings"] = warnings
     return record

@@ -18,7 +18,7 @@ def probe(reference: str, key: Any, build: Callable[[], Any]) -> Any:
         module = light_module(key, build)
     except VitbenchError:
         raise
-    except Exception as exc:  # the library's own error, e.g. an unexpected keyword argument
+    except Exception as exc:  # noqa: BLE001 - the library's own error, e.g. an unexpected keyword argument
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise SpecError("model", reference, f"could not be built: {type(exc).__name__}: {message}") from None
     from torch import nn

@@ -33,8 +33,8 @@ def taken(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str
     return used
 
 
-def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]):
-    timm = require("timm", reference)
+def _check_offline(timm: Any, reference: str, name: str, kwargs: dict[str, Any]) -> None:
+    """A known timm model that needs no download, or one line saying why not."""
     if name.startswith(_NETWORK_PREFIXES):
         raise no_network(reference, "a timm model from the Hugging Face Hub or a local directory")
     for key in ("pretrained", "checkpoint_path"):
@@ -42,6 +42,11 @@ def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[s
             raise no_network(reference, f"{key}={kwargs[key]}")
     if not timm.is_model(name):
         raise unknown(reference, "timm model", timm.list_models(), "timm:")
+
+
+def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]):
+    timm = require("timm", reference)
+    _check_offline(timm, reference, name, kwargs)
 
     def builder(kw):
         return lambda: timm.create_model(name, pretrained=False, **kw)

@@ -29,6 +29,25 @@ def _families(vit_rows: list[dict[str, Any]]) -> dict[tuple[int, int, int], dict
     return {k: found[k] for k in sorted(chosen)}
 
 
+def _points(vit_rows: list[dict[str, Any]], keys: list[tuple[int, int, int]]):
+    """The sweep's rows as dots: one series per drawn family (same order as its line), then the
+    rows of families with no line, if any (drawn grey)."""
+    from vitbench.reporting import plots
+
+    found: dict[Any, list[dict[str, Any]]] = {}
+    for r in vit_rows:
+        spec = spec_of(r)
+        k = (spec.embed_dim, spec.mlp_hidden, spec.num_heads) if spec is not None else None
+        found.setdefault(k if k in keys else None, []).append(r)
+    out = []
+    for k in [*keys, None]:
+        rows = found.get(k, [])
+        if rows or k is not None:
+            label = f"sweep rows, d={k[0]}, m={k[1]}" if k else "sweep rows of other families (no line)"
+            out.append(plots.Series(label, [r["tokens"] for r in rows], [r["attn_matmul_share"] for r in rows]))
+    return out
+
+
 def section(report: Report) -> bool:
     vit_rows = [r for r in report.analytic if r.get("kind") == "vit" and r.get("tokens")]
     if not vit_rows:
@@ -37,7 +56,8 @@ def section(report: Report) -> bool:
     from vitbench.reporting import plots
 
     curves, thresholds, lines = [], [], []
-    for (d, m, h), chosen in _families(vit_rows).items():
+    chosen_families = _families(vit_rows)
+    for (d, m, h), chosen in chosen_families.items():
         spec, row = chosen["spec"], chosen["row"]
         n_star, closed = scaling.attention_linear_crossover(d, h, m)
         curve = scaling.attention_share_curve(spec, 4 * n_star)
@@ -56,12 +76,13 @@ def section(report: Report) -> bool:
         )
         lines.append(line)
         report.conclude("Attention vs linear layers: " + line)
-    points = [plots.Series("sweep rows", [r["tokens"] for r in vit_rows], [r["attn_matmul_share"] for r in vit_rows])]
+    points = _points(vit_rows, list(chosen_families))
     report.plot(
         "attention_share.png", lambda p: plots.attention_share(curves, points, thresholds, p),
         "Attention share of MACs vs token count",
         "Share of all MACs spent in the attention matmuls Q K^T and A V (2 n^2 d per layer) against the token count n, "
-        "from the analytic model (lines: each family at growing resolution) and the sweep's rows (dots). Dotted lines: "
+        "from the analytic model (lines: each family at growing resolution) and the sweep's rows (dots in their "
+        "family's colour; grey: rows of a family with no line drawn). Dotted lines: "
         "the n at which the attention matmuls equal the linear layers n d (4d + 2m), i.e. n = 2d + m.",
     )
     report.doc.bullets(lines)

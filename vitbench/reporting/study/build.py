@@ -17,7 +17,8 @@ CONVENTIONS = (
     "MACs are multiply-accumulates; FLOPs = 2 x MACs (matmul and convolution); fvcore calls a MAC "
     "a \"flop\". Parameters are exact trainable counts. MACs are per image unless a column says "
     "per batch. Memory in bytes, shown in KiB/MiB/GiB (powers of 1024). Times are medians of "
-    "timed steps; throughput in images per second. A marker such as (! unstable 12%) beside a "
+    "timed steps, wall time unless a heading says CPU time (--clock cpu); predicted times come from the time model "
+    "(vitbench.timemodel); throughput in images per second. A marker such as (! unstable 12%) beside a "
     "number repeats the row's warning (full text in results.csv); measured conclusions use stable "
     "rows only."
 )
@@ -26,7 +27,18 @@ CONVENTIONS = (
 def _sections() -> list[tuple[str, Callable[[Report], bool], bool]]:
     """(title, section, default study only) in report order."""
     from vitbench.documents import cite
-    from vitbench.reporting.study import agreement, attention, listing, measured, memory, patch, resolution, sources, timing
+    from vitbench.reporting.study import (
+        agreement,
+        attention,
+        listing,
+        measured,
+        memory,
+        patch,
+        predicted,
+        resolution,
+        sources,
+        timing,
+    )
 
     return [
         ("Patch size: MACs and parameters", patch.section, False),
@@ -39,6 +51,7 @@ def _sections() -> list[tuple[str, Callable[[Report], bool], bool]]:
         ("Counter agreement: analytic vs fvcore vs dispatch", agreement.section, False),
         ("Measured: throughput, latency and peak memory vs batch size", measured.section, False),
         ("Predicted vs measured peak memory", memory.section, False),
+        ("Predicted step time (time model)", predicted.section, False),
         ("Predicted vs measured step time", timing.section, False),
         ("Rows that did not complete", listing.failures, False),
         ("All configurations", listing.configurations, False),

@@ -24,6 +24,7 @@ class ReportResult:
     conclusions: list[str] = field(default_factory=list)
     rows: int = 0
     sweep: Any = None
+    html: Path | None = None  # report.html, when asked for (vitbench.reporting.html.write)
 
 
 class Report:

@@ -11,28 +11,36 @@ def _distinct(records: Sequence[dict[str, Any]], key: str) -> list[str]:
     return sorted({str(r.get(key)) for r in records if r.get(key) is not None})
 
 
+def _measured_lines(measured: Sequence[dict[str, Any]], env: dict[str, Any]) -> list[str]:
+    """Device, torch and threads, machine load, timing clock and runs of the measured rows."""
+    r = measured[0]
+    lines = [
+        f"device: {', '.join(_distinct(measured, 'device'))} ({r.get('env_device_name') or r.get('env_cpu')})",
+        f"torch {r.get('env_torch')}, CUDA {r.get('env_cuda') or 'none'}, threads "
+        f"{', '.join(_distinct(measured, 'env_threads')) or '?'}, CPU cores {r.get('env_cpu_count') or env.get('cpu_count')}",
+    ]
+    loads = [r["machine_loadavg_1m"] for r in measured if isinstance(r.get("machine_loadavg_1m"), (int, float))]
+    busy = [r["machine_busy_cores"] for r in measured if isinstance(r.get("machine_busy_cores"), (int, float))]
+    if loads:
+        lines.append(
+            f"machine while measuring: load average (1 min) {min(loads):.2f} to {max(loads):.2f}"
+            + (f", other processes busy on up to {max(busy):.1f} of {r.get('machine_cpus') or '?'} cores" if busy else "")
+            + " (machine_* columns of results.csv)"
+        )
+    clocks = _distinct([r for r in measured if r.get("clock")], "clock")
+    if clocks:
+        said = {"cpu": "CPU time (--clock cpu: the process's CPU seconds per step and thread)", "wall": "wall time"}
+        lines.append(f"timing clock: {', '.join(said.get(c, c) for c in clocks)} (clock column of results.csv)")
+    runs = _distinct(measured, "runs")
+    if runs:
+        lines.append(f"runs per configuration: {', '.join(runs)} (fresh worker processes, pooled)")
+    return lines
+
+
 def environment_lines(records: Sequence[dict[str, Any]], sidecar: dict[str, Any]) -> list[str]:
     env = sidecar.get("environment") or {}
-    lines = []
     measured = [r for r in records if r.get("env_torch")]
-    if measured:
-        r = measured[0]
-        lines.append(f"device: {', '.join(_distinct(measured, 'device'))} ({r.get('env_device_name') or r.get('env_cpu')})")
-        lines.append(
-            f"torch {r.get('env_torch')}, CUDA {r.get('env_cuda') or 'none'}, threads "
-            f"{', '.join(_distinct(measured, 'env_threads')) or '?'}, CPU cores {r.get('env_cpu_count') or env.get('cpu_count')}"
-        )
-        loads = [r["machine_loadavg_1m"] for r in measured if isinstance(r.get("machine_loadavg_1m"), (int, float))]
-        busy = [r["machine_busy_cores"] for r in measured if isinstance(r.get("machine_busy_cores"), (int, float))]
-        if loads:
-            lines.append(
-                f"machine while measuring: load average (1 min) {min(loads):.2f} to {max(loads):.2f}"
-                + (f", other processes busy on up to {max(busy):.1f} of {r.get('machine_cpus') or '?'} cores" if busy else "")
-                + " (machine_* columns of results.csv)"
-            )
-        runs = _distinct(measured, "runs")
-        if runs:
-            lines.append(f"runs per configuration: {', '.join(runs)} (fresh worker processes, pooled)")
+    lines = _measured_lines(measured, env) if measured else []
     if env.get("sources"):
         lines.append(f"merged from {len(env['sources'])} stores")
     if env.get("load_average_1m") is not None and measured:

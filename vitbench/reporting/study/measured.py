@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING, Any
 from vitbench.reporting import markdown as md
 from vitbench.reporting.format import humanize, si
 from vitbench.reporting.study import pairs as P
-from vitbench.reporting.study.rows import achieved, instability, measured, num, per_image, throughput_band
+from vitbench.reporting.study.rows import (
+    achieved,
+    clock_note,
+    instability,
+    instability_details,
+    measured,
+    num,
+    per_image,
+    throughput_band,
+)
 
 if TYPE_CHECKING:
     from vitbench.reporting.study.context import Report
@@ -53,18 +62,23 @@ def _plots(report: Report, groups: dict[tuple, list[dict[str, Any]]]) -> None:
         bands = [throughput_band(r) or (r["throughput_img_s"],) * 2 for r in g]
         throughput.append(plots.Series(
             name, [r["batch_size"] for r in g], [r["throughput_img_s"] for r in g], style,
-            lo=[b[0] for b in bands], hi=[b[1] for b in bands],
+            lo=[b[0] for b in bands], hi=[b[1] for b in bands], extra={"withheld": [bool(instability(r)) for r in g]},
         ))
         mem = [r for r in g if num(r.get("peak_memory_bytes"))]
         if mem:
             memory.append(plots.Series(name, [r["batch_size"] for r in mem], [r["peak_memory_bytes"] for r in mem], style))
+    clock = clock_note([r for g in groups.values() for r in g])
     report.plot(
         "throughput_vs_batch.png",
-        lambda p: plots.by_batch(throughput, p, "throughput (images/s)", "Measured throughput vs batch size (solid: infer, dashed: train)"),
+        lambda p: plots.by_batch(
+            throughput, p, f"throughput (images/s){clock}", f"Measured throughput{clock} vs batch size (solid: infer, dashed: train)",
+        ),
         "Measured throughput vs batch size",
-        "Median throughput (images per second; train = forward + backward + optimizer step) against batch size, "
+        f"Median throughput{clock} (images per second; train = forward + backward + optimizer step) against batch size, "
         "log-log; error bars span the interquartile range (between runs when a row pooled several, else between "
-        "timed steps). Environment above.",
+        "timed steps). Hollow markers: rows withheld from the conclusions (unstable timing, a busy machine or a "
+        "shared GPU; reasons in the withheld-rows table). Series are nudged sideways so equal values stay visible. "
+        "Environment above.",
     )
     if memory:
         report.plot(
@@ -72,7 +86,8 @@ def _plots(report: Report, groups: dict[tuple, list[dict[str, Any]]]) -> None:
             lambda p: plots.by_batch(memory, p, "peak memory (MiB)", "Measured peak memory vs batch size", scale=2**20),
             "Measured peak memory vs batch size",
             "Peak memory of one step in MiB (2^20 bytes), as measured by vitbench.measure (separate memory pass), "
-            "against batch size.",
+            "against batch size; series are nudged sideways so equal values (e.g. the same model in two precisions) "
+            "stay visible.",
         )
 
 
@@ -85,8 +100,12 @@ def _table(report: Report, rows: list[dict[str, Any]]) -> None:
     columns += [("img_size", "resolution (px)"), ("mode", "mode"), ("precision", "precision"), ("batch_size", "batch")]
     if any(num(r.get("runs")) for r in rows):
         columns.append(("runs", "runs"))
+    clock = clock_note(rows)
+    if clock and clock != " (CPU time)":  # mixed clocks: say per row
+        columns.append(("clock", "clock"))
+        clock = ""
     columns += [
-        ("macs_img", "MACs/image (fwd)"), ("throughput_img_s", "img/s"), ("latency_p50_s", "latency p50"),
+        ("macs_img", "MACs/image (fwd)"), ("throughput_img_s", f"img/s{clock}"), ("latency_p50_s", f"latency p50{clock}"),
         ("latency_iqr_s", "IQR"), ("n_samples", "samples"), ("peak_memory_bytes", "peak memory"),
         ("achieved_macs_per_s", "achieved MAC/s (fwd, infer)"), ("warnings", "other warnings"),
     ]
@@ -95,15 +114,55 @@ def _table(report: Report, rows: list[dict[str, Any]]) -> None:
 
 def _conclude_speed(report: Report, rows: list[dict[str, Any]], stable: list[dict[str, Any]]) -> None:
     infer = [r for r in stable if achieved(r)]
+    clock = clock_note(rows)
     if len(infer) >= 2:
         best, worst = max(infer, key=achieved), min(infer, key=achieved)
         report.conclude(
-            f"Measured (inference, stable rows): the {rows[0].get('device') or 'device'} sustains from {si(achieved(worst))}MAC/s "
-            f"({worst['model']}, batch {worst['batch_size']}) to {si(achieved(best))}MAC/s ({best['model']}, batch "
-            f"{best['batch_size']}): MACs alone do not predict speed across architectures and batch sizes."
+            f"Measured ({clock.strip()[1:-1] + '; ' if clock else ''}inference, stable rows): the {rows[0].get('device') or 'device'} sustains from "
+            f"{si(achieved(worst))}MAC/s ({P.label(worst)}, batch {worst['batch_size']}) to {si(achieved(best))}MAC/s "
+            f"({P.label(best)}, batch {best['batch_size']}): MACs alone do not predict speed across architectures and batch sizes."
         )
     elif any(achieved(r) for r in rows):
-        report.conclude("Measured (inference): sustained MAC/s range withheld: fewer than two stable inference rows.")
+        report.conclude(
+            f"Measured ({clock.strip()[1:-1] + '; ' if clock else ''}inference): sustained MAC/s range withheld: fewer than two "
+            "stable inference rows."
+        )
+
+
+def _withheld_table(report: Report, rows: list[dict[str, Any]]) -> None:
+    """Every measured row withheld from the conclusions, with its reason short and in full."""
+    withheld = [dict(r, label=P.label(r), reason=instability(r), details=instability_details(r)) for r in rows if instability(r)]
+    if not withheld:
+        return
+    report.doc.add("Measured rows withheld from the conclusions (hollow markers in the plot), with the full reason:")
+    report.table("withheld", withheld, [
+        ("id", "row id"), ("label", "model"), ("mode", "mode"), ("precision", "precision"), ("batch_size", "batch"),
+        ("reason", "why withheld"), ("details", "full warning"),
+    ])
+
+
+def _pairs(report: Report, rows: list[dict[str, Any]]) -> bool:
+    """The measured pairs (those the source documents compare, or every transformer-CNN pair),
+    concluded or withheld; False when there are none."""
+    if report.sources:
+        from vitbench.reporting.study.figures import measured_pairs
+
+        found, more = P.named_pairs(rows, measured_pairs()), 0
+        intro = "Measured pairs the source documents compare (same device, mode, precision, resolution and batch):"
+    else:
+        found, more = P.transformer_cnn_pairs(rows)
+        intro = "Measured transformer-vs-CNN pairs (same device, mode, precision, resolution and batch):"
+    if not found:
+        return False
+    clock = clock_note(rows)
+    report.doc.add(intro + f" MACs ratio against measured throughput{clock} ratio.")
+    report.doc.bullets([p.text() for p in found] + ([f"... and {more} more pairs"] if more else []))
+    for p in found:
+        why = p.withheld()
+        report.conclude(
+            f"Measured{clock}: {p.text()}." if not why else f"Measured, withheld: {P.label(p.a)} vs {P.label(p.b)} ({p.settings}): {why}."
+        )
+    return True
 
 
 def section(report: Report) -> bool:
@@ -113,39 +172,34 @@ def section(report: Report) -> bool:
     stable = [r for r in rows if not instability(r)]
     groups = _series(rows)
     _plots(report, groups)
+    clock = clock_note(rows)
+    if clock == " (CPU time)":
+        report.doc.add(
+            "Times are CPU time: the rows were timed with `--clock cpu` (the process's CPU seconds per step and "
+            "thread, which other processes inflate far less than wall time; the wall-time columns are in results.csv)."
+        )
     lines, scaling = [], []
     for (label, mode, precision, _device), g in groups.items():
         if len(g) >= 2:
-            text, why = _scaling_line(f"{label} {mode} {precision}", g)
+            name = f"{label} {mode} {precision}"
+            text, why = _scaling_line(name, g)
             lines.append(text + (f" (not concluded: the row at {why} is unstable, see its marker)" if why else ""))
-            scaling.append((text, why))
+            scaling.append((name, text, why))
     report.doc.bullets(lines)
     _table(report, rows)
+    _withheld_table(report, rows)
     if len(stable) < len(rows):
         use = (
-            f"the measured conclusions below use only the {len(stable)} stable rows and withhold the others, with the reason"
-            if stable else "no measured conclusion is drawn: each is withheld below, with the reason"
+            f"the measured conclusions below use only the {len(stable)} stable rows and withhold the others"
+            if stable else "no measured conclusion is drawn"
         )
         report.conclude(
-            f"Measured timings: {len(rows) - len(stable)} of {len(rows)} measured rows are unstable (timing spread above "
-            f"10%, a busy machine or a shared GPU; marked (! unstable N%) or (! busy machine) beside their numbers): {use}."
+            f"Measured timings{clock}: {len(rows) - len(stable)} of {len(rows)} measured rows are unstable (timing spread above "
+            f"10%, a busy machine or a shared GPU; marked (! unstable N%) or (! busy machine) beside their numbers, hollow "
+            f"in the plots): {use}; each row's full reason is in the withheld-rows table."
         )
     _conclude_speed(report, rows, stable)
-    if report.sources:
-        from vitbench.reporting.study.figures import measured_pairs
-
-        found, more = P.named_pairs(rows, measured_pairs()), 0
-        intro = "Measured pairs the source documents compare (same device, mode, precision, resolution and batch):"
-    else:
-        found, more = P.transformer_cnn_pairs(rows)
-        intro = "Measured transformer-vs-CNN pairs (same device, mode, precision, resolution and batch):"
-    if found:
-        report.doc.add(intro + " MACs ratio against measured throughput ratio.")
-        report.doc.bullets([p.text() for p in found] + ([f"... and {more} more pairs"] if more else []))
-        for p in found:
-            why = p.withheld()
-            report.conclude(f"Measured: {p.text()}." if not why else f"Measured, withheld: {P.label(p.a)} vs {P.label(p.b)} ({p.settings}): {why}.")
-    else:
-        for text, why in scaling[:3]:
-            report.conclude(f"Measured: {text}." if not why else f"Measured, withheld: {text.split(':')[0]}: the row at {why} is unstable.")
+    if not _pairs(report, rows):
+        for name, text, why in scaling[:3]:
+            report.conclude(f"Measured{clock}: {text}." if not why else f"Measured, withheld: {name}: the row at {why} is unstable.")
     return True

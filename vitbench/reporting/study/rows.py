@@ -54,6 +54,22 @@ def family(record: dict[str, Any]) -> str:
     return name.rsplit("/", 1)[0] if "/" in name else name
 
 
+def overrides_without(record: dict[str, Any], *names: str) -> str:
+    """The row's ``overrides`` text ('img_size=224,depth=6') with the named fields left out."""
+    import re
+
+    text = str(record.get("overrides") or "")
+    for name in names:
+        text = re.sub(rf"(^|,){re.escape(name)}=[^=]*?(?=,\w+=|$)", "", text).strip(",")
+    return text
+
+
+def label_without(record: dict[str, Any], *names: str) -> str:
+    """'vit-ti/16 depth=6': the model and its overrides but the named fields."""
+    rest = overrides_without(record, *names)
+    return f"{record.get('model')}{' ' + rest if rest else ''}"
+
+
 def per_image(record: dict[str, Any], key: str = "macs") -> float | None:
     """A per-batch count divided by the batch size."""
     value, batch = num(record.get(key)), num(record.get("batch_size")) or 1
@@ -85,19 +101,44 @@ def measured(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def instability(record: dict[str, Any]) -> str | None:
-    """Why a measured row is not stable enough to conclude from (a short reason), or None.
+    """Why a measured row is not stable enough to conclude from, as a short complete phrase
+    ('unstable timing, spread 30%', 'busy machine'), or None; :func:`instability_details` gives
+    the warnings in full.
 
-    Unstable: a warning about unstable timing or a busy machine, or a spread (between runs, CV
-    or IQR / median of the steps) above measure.stats.UNSTABLE_SPREAD."""
+    Unstable: a warning about unstable timing, a busy machine or a shared GPU (by its code), or a
+    spread (between runs, CV or IQR / median of the steps) above measure.stats.UNSTABLE_SPREAD."""
+    from vitbench import row_warnings
     from vitbench.measure.stats import UNSTABLE_SPREAD
 
-    warnings = marks.timing_warnings(record)
-    if warnings:
-        return marks.short(warnings[0], 80)
     value = marks.spread(record)
+    labels: list[str] = []
+    for codes in row_warnings.code_sets(record.get("warnings")):
+        for rule in marks.RULES:
+            if rule.label in marks.UNFIT and codes & rule.codes and rule.label not in labels:
+                labels.append(rule.label)
+    if labels:
+        said = {"unstable": "unstable timing" + (f", spread {value:.0%}" if value is not None else "")}
+        return "; ".join(said.get(label, label) for label in labels)
     if value is not None and value > UNSTABLE_SPREAD:
         return f"timing spread {value:.0%} > {UNSTABLE_SPREAD:.0%}"
     return None
+
+
+def instability_details(record: dict[str, Any]) -> str:
+    """The full text of what makes a row unfit to conclude from (its warnings, whole), or the
+    spread rule it breaks; empty for a stable row."""
+    found = marks.timing_warnings(record)
+    return " | ".join(found) if found else (instability(record) or "")
+
+
+def clock_note(records: Sequence[dict[str, Any]]) -> str:
+    """'' when the rows' timings are wall time (the default), ' (CPU time)' when every row was
+    timed with ``--clock cpu`` (the ``clock`` column), ' (CPU or wall time, see the clock column)'
+    when both occur."""
+    clocks = {str(r.get("clock") or "wall") for r in records}
+    if clocks == {"cpu"}:
+        return " (CPU time)"
+    return " (CPU or wall time, see the clock column)" if "cpu" in clocks else ""
 
 
 def throughput_band(record: dict[str, Any]) -> tuple[float, float] | None:

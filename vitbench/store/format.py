@@ -1,14 +1,13 @@
-"""The store's line format: one JSON object per line with a CRC-32 of its text, and the
-file-system primitives the store writes with (whole writes, atomic replacement, folder fsync)."""
+"""The store's line format: one JSON object per line with a CRC-32 of its text (encoding,
+decoding, scanning a rows file). The file-system primitives it is written with are in
+:mod:`vitbench.store.atomic`."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import os
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,42 +71,4 @@ def scan(path: Path, decode: Any = None) -> Iterator[tuple[int, int, bytes, dict
             offset += len(line)
 
 
-def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
-    """Write a temporary file beside ``path`` (``data``: bytes, or chunks of bytes written as
-    they come), fsync it, rename it over ``path``, fsync the folder: a crash leaves the old
-    file or the new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):  # left by a killed process with this pid
-        os.unlink(tmp)
-    try:  # a new file of our own: never through a symlink planted under the temporary name
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        try:
-            for chunk in (data,) if isinstance(data, (bytes, bytearray)) else data:
-                write_all(fd, chunk)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(path.parent)
-
-
-def write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def fsync_dir(directory: Path) -> None:
-    with contextlib.suppress(OSError):  # not every file system can sync a folder
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-__all__ = ["CRC_KEY", "decode_record", "encode_record", "fsync_dir", "scan", "write_all", "write_atomic"]
+__all__ = ["CRC_KEY", "decode_record", "encode_record", "scan"]

@@ -53,13 +53,15 @@ from pathlib import Path
 from typing import Any
 
 from vitbench.results import check_output_dir
-from vitbench.sweeps.jsonl import decode_record, encode_record, fsync_dir, scan, write_all, write_atomic
-from vitbench.sweeps.store_layout import (
+from vitbench.store.atomic import fsync_dir, write_all, write_atomic
+from vitbench.store.format import decode_record, encode_record, scan
+from vitbench.store.layout import (
     CSV_NAME,
     DAMAGED_NAME,
     DEFAULT_SYNC_EVERY,
     DEFAULT_SYNC_INTERVAL_S,
     DEFINITION_NAME,
+    FILE_MODE,
     FORMAT,
     LEGACY_SIDECAR,
     LOCK_NAME,
@@ -71,6 +73,7 @@ from vitbench.sweeps.store_layout import (
     StoreBusyError,
     StoreError,
 )
+from vitbench.store.reader import read_definition
 
 
 def now_iso() -> str:
@@ -185,6 +188,24 @@ class Store:
         return store
 
     def _load(self, sweep: dict[str, Any], *, resume: bool, force: bool, allow_foreign: bool) -> None:
+        lines, damaged = self._read_rows()
+        self._refuse_unasked(lines, resume=resume, force=force)
+        previous = read_definition(self.directory) if resume else {}
+        if force:
+            self._start_over()
+            damaged = []
+        elif lines and sweep.get("fingerprint") and not allow_foreign:
+            self._check_definition(previous, sweep)
+        if damaged:
+            self._set_aside(damaged)
+        self.info = self._definition(previous, sweep)
+        self._replace(self.definition_path, (json.dumps(self.info, indent=1, sort_keys=True, default=str) + "\n").encode())
+        self._open_rows()
+        self._clean_temporaries()
+
+    def _read_rows(self) -> tuple[int, list[tuple[int, bytes]]]:
+        """The records already stored: each valid one's status goes to :attr:`statuses`; returns
+        how many lines there are and the damaged ones (line number, raw line)."""
         lines, damaged = 0, []
         if self.rows_path.is_file():
             for number, _, raw, row in scan(self.rows_path, self.decode):
@@ -193,6 +214,10 @@ class Store:
                     damaged.append((number, raw))
                 else:
                     self.statuses[str(row["id"])] = str(row.get("status", ""))
+        return lines, damaged
+
+    def _refuse_unasked(self, lines: int, *, resume: bool, force: bool) -> None:
+        """Results already in the directory are kept only on ``resume`` and dropped only on ``force``."""
         if not lines and (self.directory / CSV_NAME).exists() and not self.definition_path.exists() and not force:
             raise StoreError(
                 f"out={str(self.directory)!r}: holds a results.csv from an earlier vitbench (no {ROWS_NAME}); "
@@ -203,25 +228,21 @@ class Store:
                 f"out={str(self.directory)!r}: already holds {lines} result rows; "
                 "pass --resume to continue that sweep or --force to start over"
             )
-        previous = read_definition(self.directory) if resume else {}
-        if force:
-            for name in (ROWS_NAME, DAMAGED_NAME, CSV_NAME, PARQUET_NAME, LEGACY_SIDECAR, DEFINITION_NAME):
-                with contextlib.suppress(FileNotFoundError):
-                    (self.directory / name).unlink()
-            self.statuses, damaged = {}, []
-        elif lines and sweep.get("fingerprint") and not allow_foreign:
-            self._check_definition(previous, sweep)
-        if damaged:
-            self._recover([raw for _, raw in damaged])
-            numbers = ", ".join(str(n) for n, _ in damaged[:10]) + (" ..." if len(damaged) > 10 else "")
-            self.problems.append(
-                f"{len(damaged)} damaged record(s) in {ROWS_NAME} (line {numbers}: checksum mismatch or torn write) "
-                f"moved to {DAMAGED_NAME}; their configurations run again"
-            )
-        self.info = self._definition(previous, sweep)
-        self._replace(self.definition_path, (json.dumps(self.info, indent=1, sort_keys=True, default=str) + "\n").encode())
-        self._open_rows()
-        self._clean_temporaries()
+
+    def _start_over(self) -> None:
+        for name in (ROWS_NAME, DAMAGED_NAME, CSV_NAME, PARQUET_NAME, LEGACY_SIDECAR, DEFINITION_NAME):
+            with contextlib.suppress(FileNotFoundError):
+                (self.directory / name).unlink()
+        self.statuses = {}
+
+    def _set_aside(self, damaged: list[tuple[int, bytes]]) -> None:
+        """Move damaged records to rows.damaged.jsonl (their configurations run again) and say so."""
+        self._recover([raw for _, raw in damaged])
+        numbers = ", ".join(str(n) for n, _ in damaged[:10]) + (" ..." if len(damaged) > 10 else "")
+        self.problems.append(
+            f"{len(damaged)} damaged record(s) in {ROWS_NAME} (line {numbers}: checksum mismatch or torn write) "
+            f"moved to {DAMAGED_NAME}; their configurations run again"
+        )
 
     def _clean_temporaries(self) -> None:
         """Remove temporary files a kill left between a write and its rename."""
@@ -264,7 +285,7 @@ class Store:
     def _open_rows(self) -> None:
         created = not self.rows_path.exists()
         try:
-            self._fd = os.open(self.rows_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | NOFOLLOW, 0o644)
+            self._fd = os.open(self.rows_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | NOFOLLOW, FILE_MODE)
             self._size = os.fstat(self._fd).st_size
         except OSError as exc:
             if exc.errno == errno.ELOOP:
@@ -285,7 +306,7 @@ class Store:
         path = self.directory / LOCK_NAME
         for _ in range(3):
             try:  # never through a symlink: its target would be truncated and overwritten
-                handle = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | NOFOLLOW, 0o644), "r+")  # noqa: SIM115 - held until close()
+                handle = os.fdopen(os.open(path, os.O_RDWR | os.O_CREAT | NOFOLLOW, FILE_MODE), "r+")  # noqa: SIM115 - held until close()
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
                     raise StoreError(f"out={str(self.directory)!r}: {LOCK_NAME} is a symlink; remove it (vitbench writes only regular files)") from None
@@ -389,7 +410,7 @@ class Store:
 
     def _replace(self, path: Path, data: bytes) -> None:
         try:
-            write_atomic(path, data)
+            write_atomic(path, data, mode=FILE_MODE)
         except OSError as exc:
             raise fs_error("write", path, exc, self.saved, self.directory) from None
 
@@ -398,7 +419,7 @@ class Store:
         the good ones (atomically): the only time the store rewrites its rows."""
         good = b"".join(raw for _, _, raw, row in scan(self.rows_path, self.decode) if row is not None and "id" in row)
         try:
-            fd = os.open(self.directory / DAMAGED_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND | NOFOLLOW, 0o644)
+            fd = os.open(self.directory / DAMAGED_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND | NOFOLLOW, FILE_MODE)
             try:
                 write_all(fd, b"".join(d if d.endswith(b"\n") else d + b"\n" for d in damaged))
                 os.fsync(fd)
@@ -409,33 +430,10 @@ class Store:
         self._replace(self.rows_path, good)
 
 
-# The readers live in vitbench.sweeps.store_read; imported here too, where callers look for them.
-from vitbench.sweeps.store_read import (  # noqa: E402
-    is_store,
-    latest_rows,
-    read_definition,
-    read_store,
-    store_info,
-    stored_id_digits,
-    stored_ids,
-    stream_latest,
-)
-
 __all__ = [
-    "SYNC_POLICIES",
     "Store",
-    "StoreBusyError",
-    "StoreError",
     "check_path",
     "check_sync",
     "fs_error",
-    "is_store",
-    "latest_rows",
     "now_iso",
-    "read_definition",
-    "read_store",
-    "store_info",
-    "stored_id_digits",
-    "stored_ids",
-    "stream_latest",
 ]

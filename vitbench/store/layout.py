@@ -1,5 +1,5 @@
 """The store's layout on disk: its file names, schema version, sync policies and errors. The
-writer (:mod:`~vitbench.sweeps.store`) and the readers (:mod:`~vitbench.sweeps.store_read`) both
+writer (:mod:`~vitbench.store.writer`) and the readers (:mod:`~vitbench.store.reader`) both
 import this module; it imports neither."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ PARQUET_NAME = "results.parquet"
 LEGACY_SIDECAR = "results.json"
 LOCK_NAME = ".lock"
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # every file the store writes: never through a symlink
+FILE_MODE = 0o644  # the permissions of the files the store writes (less the umask)
 #: ``interval``: group commit (fsync every ``sync_interval_s`` or ``sync_every`` records);
 #: ``always``: one fsync per record
 SYNC_POLICIES = ("interval", "always")
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_SYNC_EVERY",
     "DEFAULT_SYNC_INTERVAL_S",
     "DEFINITION_NAME",
+    "FILE_MODE",
     "FORMAT",
     "LEGACY_SIDECAR",
     "LOCK_NAME",

@@ -9,19 +9,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from vitbench.sweeps.jsonl import write_atomic
-from vitbench.sweeps.store import (
-    CSV_NAME,
-    PARQUET_NAME,
-    ROWS_NAME,
-    StoreError,
-    check_path,
-    fs_error,
-    read_definition,
-    read_store,
-    stored_ids,
-    stream_latest,
-)
+from vitbench.store.atomic import write_atomic
+from vitbench.store.layout import CSV_NAME, FILE_MODE, PARQUET_NAME, ROWS_NAME, StoreError
+from vitbench.store.reader import read_definition, read_store, stored_ids, stream_latest
+from vitbench.store.writer import check_path, fs_error
 
 EXPORTS = ("csv", "parquet")
 
@@ -55,11 +46,11 @@ def export_store(source: str | os.PathLike, out: str | os.PathLike, formats: Seq
         out.mkdir(parents=True, exist_ok=True)
         if "csv" in formats:
             target = out / CSV_NAME
-            write_atomic(target, _streamed_csv(source, info) if streamed else csv_bytes(records))
+            write_atomic(target, _streamed_csv(source, info) if streamed else csv_bytes(records), mode=FILE_MODE)
             written.append(target)
         if "parquet" in formats:
             target = out / PARQUET_NAME
-            write_atomic(target, parquet_bytes(records, info))
+            write_atomic(target, parquet_bytes(records, info), mode=FILE_MODE)
             written.append(target)
     except OSError as exc:
         saved = len(stored_ids(source)) if streamed else len(records)

@@ -1,4 +1,4 @@
-"""Reading a results store (:mod:`vitbench.sweeps.store` writes it): its definition
+"""Reading a results store (:mod:`vitbench.store.writer` writes it): its definition
 (sweep.json, type-checked), the last valid record of each id in grid order, as a list or as a
 stream of one row at a time for exports of any size, and the ids it holds."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from vitbench.results import Records
-from vitbench.sweeps.jsonl import CRC_KEY, decode_record, scan
-from vitbench.sweeps.store_layout import (
+from vitbench.store.format import CRC_KEY, decode_record, scan
+from vitbench.store.layout import (
     CSV_NAME,
     DEFINITION_NAME,
     LEGACY_SIDECAR,
@@ -23,6 +23,7 @@ from vitbench.sweeps.store_layout import (
 
 
 def read_definition(directory: Path) -> dict[str, Any]:
+    """The store's sweep.json, its schema version and member types checked; {} when there is none."""
     path = directory / DEFINITION_NAME
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -34,25 +35,30 @@ def read_definition(directory: Path) -> dict[str, Any]:
         raise StoreError(f"file={str(path)!r}: not a readable store definition ({exc.__class__.__name__})") from None
     if not isinstance(data, dict):
         raise StoreError(f"file={str(path)!r}: not a store definition (top level is not an object)")
-    version = data.get("schema_version", SCHEMA_VERSION)
+    _check_version(path, data.get("schema_version", SCHEMA_VERSION))
+    _check_types(path, data, DEFINITION_TYPES, "")
+    fingerprints = data.get("fingerprints") or []
+    if not all(isinstance(f, str) for f in fingerprints):
+        raise StoreError(f"file={str(path)!r}: fingerprints={_short(fingerprints)}: must be a list of strings")
+    _check_types(path, data.get("sweep") or {}, SWEEP_TYPES, "sweep.")
+    return data
+
+
+def _check_version(path: Path, version: Any) -> None:
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise StoreError(f"file={str(path)!r}: schema_version={version!r}: must be a whole number (this vitbench writes {SCHEMA_VERSION})")
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"file={str(path)!r}: schema_version {version} is newer than this vitbench reads ({SCHEMA_VERSION}); upgrade vitbench"
         )
-    for key, kind, what in DEFINITION_TYPES:
+
+
+def _check_types(path: Path, data: dict[str, Any], types: tuple[tuple[str, type, str], ...], prefix: str) -> None:
+    """Each member of ``types`` present in ``data`` (not null) has its type (a bool is no number)."""
+    for key, kind, what in types:
         value = data.get(key)
         if value is not None and not (isinstance(value, kind) and not isinstance(value, bool)):
-            raise StoreError(f"file={str(path)!r}: {key}={_short(value)}: must be {what}")
-    fingerprints = data.get("fingerprints") or []
-    if not all(isinstance(f, str) for f in fingerprints):
-        raise StoreError(f"file={str(path)!r}: fingerprints={_short(fingerprints)}: must be a list of strings")
-    for key, kind, what in SWEEP_TYPES:
-        value = (data.get("sweep") or {}).get(key)
-        if value is not None and not (isinstance(value, kind) and not isinstance(value, bool)):
-            raise StoreError(f"file={str(path)!r}: sweep.{key}={_short(value)}: must be {what}")
-    return data
+            raise StoreError(f"file={str(path)!r}: {prefix}{key}={_short(value)}: must be {what}")
 
 
 #: members of sweep.json and their types (absent or null is allowed: an earlier vitbench)

@@ -1,0 +1,222 @@
+"""The calibration record: its fields, its validation, and the rates it interpolates.
+
+    gemm_rate(m, k, n)      multilinear interpolation of log(rate) in log(m, k, n) between the
+                            grid's points, held at the edge value beyond the grid
+    efficiency_at(m, k, n)  inverse-distance-weighted mean of log(efficiency) over the four
+                            nearest calibrated calls in log(m, k, n) (m weighted 0.25 for
+                            attention kernels); 1 for a kernel without any
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from typing import Any
+
+from vitbench.errors import VitbenchError
+
+SCHEMA_VERSION = 2
+PRECISION_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+BASES = ("calibration", "datasheet")
+
+
+class CalibrationError(VitbenchError, ValueError):
+    """A calibration that cannot be used: damaged, another schema or torch version, failed."""
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _non_negative(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def _positive_rows(rows: Any) -> bool:
+    """A non-empty list of rows of four positive numbers."""
+    return isinstance(rows, list) and bool(rows) and all(
+        isinstance(r, list) and len(r) == 4 and all(_positive(v) for v in r) for r in rows)
+
+
+def _check_scalars(calibration: Calibration) -> None:
+    if calibration.basis not in BASES:
+        raise CalibrationError(f"basis={calibration.basis!r}: must be one of {', '.join(BASES)}")
+    threads = calibration.threads
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+        raise CalibrationError(f"threads={threads!r}: must be a positive integer")
+    for name in ("overhead_s", "bandwidth_bytes_s", "in_step_factor"):
+        if not _positive(getattr(calibration, name)):
+            raise CalibrationError(f"{name}={getattr(calibration, name)!r}: must be a positive number")
+
+
+def _check_gemm(gemm: Any) -> None:
+    if not isinstance(gemm, dict) or not gemm:
+        raise CalibrationError("gemm: needs rates for at least one dtype")
+    for dtype, rows in gemm.items():
+        if not _positive_rows(rows):
+            raise CalibrationError(f"gemm[{dtype!r}]: needs rows of [m, k, n, macs_per_s], all positive")
+        axes = [sorted({r[i] for r in rows}) for i in range(3)]
+        if len(rows) != len(axes[0]) * len(axes[1]) * len(axes[2]):
+            raise CalibrationError(f"gemm[{dtype!r}]: the rows do not fill a grid")
+
+
+def _check_tables(calibration: Calibration) -> None:
+    framework = calibration.framework_s
+    if not isinstance(framework, dict) or not all(isinstance(k, str) and _non_negative(v) for k, v in framework.items()):
+        raise CalibrationError("framework_s: needs modes with non-negative seconds")
+    efficiency = calibration.efficiency
+    if not isinstance(efficiency, dict) or not all(_positive_rows(rows) for rows in efficiency.values()):
+        raise CalibrationError("efficiency: needs kernels with rows of [m, k, n, efficiency], all positive")
+    ops = calibration.ops
+    if not isinstance(ops, dict) or any(
+            not isinstance(v, list) or len(v) != 2 or not _non_negative(v[0]) or not _positive(v[1]) for v in ops.values()):
+        raise CalibrationError("ops: needs names with [overhead_s >= 0, bandwidth_bytes_s > 0]")
+
+
+def _corners(axis: list[float], x: float) -> list[tuple[float, float]]:
+    """The grid values of one axis around ``x`` with their weights: linear between the two
+    neighbours (w = (x - lo) / (hi - lo) on hi), the edge value alone at or beyond an edge."""
+    if x <= axis[0]:
+        return [(axis[0], 1.0)]
+    if x >= axis[-1]:  # (so is every x of a one-point axis)
+        return [(axis[-1], 1.0)]
+    i = bisect.bisect_right(axis, x) - 1
+    lo, hi = axis[i], axis[i + 1]
+    w = (x - lo) / (hi - lo)
+    return [(lo, 1 - w), (hi, w)]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    device: str
+    device_name: str
+    threads: int
+    torch: str
+    basis: str
+    gemm: dict[str, list[list[float]]]      # dtype -> [[m, k, n, macs_per_s], ...]
+    efficiency: dict[str, list[list[float]]]  # compute kernel -> [[m, k, n, achieved / gemm rate], ...]
+    ops: dict[str, list[float]]             # operator name -> [overhead_s, bandwidth_bytes_s]
+    overhead_s: float
+    bandwidth_bytes_s: float
+    framework_s: dict[str, float]           # mode -> seconds per operator
+    in_step_factor: float
+    seconds: float = 0.0
+    schema_version: int = SCHEMA_VERSION
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Calibration:
+        """Parse and check a calibration; CalibrationError naming what is wrong."""
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise CalibrationError(f"damaged: not JSON ({exc})") from None
+        except RecursionError:
+            raise CalibrationError("damaged: JSON nested too deeply") from None
+        if not isinstance(data, dict):
+            raise CalibrationError("damaged: not a JSON object")
+        if data.get("schema_version") != SCHEMA_VERSION:
+            raise CalibrationError(f"schema_version is {data.get('schema_version')!r}, this vitbench reads {SCHEMA_VERSION}")
+        try:
+            calibration = cls(**data)
+        except TypeError as exc:
+            raise CalibrationError(f"damaged: {exc}") from None
+        calibration.check()
+        return calibration
+
+    def check(self) -> None:
+        """CalibrationError naming the first field that is wrong (in field order)."""
+        _check_scalars(self)
+        _check_gemm(self.gemm)
+        _check_tables(self)
+
+    @property
+    def label(self) -> str:
+        """What a prediction rests on: the ``pred_basis`` column."""
+        if self.basis == "datasheet":
+            return f"datasheet:{self.device_name}"
+        return f"calibration:{self.device}:{self.device_name or 'unknown'}:{self.threads} threads:torch {self.torch}"
+
+    def dtypes(self) -> list[str]:
+        return sorted(self.gemm)
+
+    @cached_property
+    def _grids(self) -> dict[str, tuple[list[list[float]], dict[tuple[float, float, float], float]]]:
+        out = {}
+        for dtype, rows in self.gemm.items():
+            axes = [sorted({math.log(r[i]) for r in rows}) for i in range(3)]
+            table = {(math.log(r[0]), math.log(r[1]), math.log(r[2])): math.log(r[3]) for r in rows}
+            out[dtype] = (axes, table)
+        return out
+
+    @cached_property
+    def _rates(self) -> dict[str, dict[tuple[float, float, float], float]]:
+        return {dtype: {(math.log(r[0]), math.log(r[1]), math.log(r[2])): r[3] for r in rows} for dtype, rows in self.gemm.items()}
+
+    def gemm_rate(self, shape: tuple[int, ...], dtype: str = "float32") -> float:
+        """MAC/s of an (m, k, n) product: log(rate) interpolated multilinearly in log(m, k, n)
+        between the grid's points, held at the edge value beyond the grid."""
+        if dtype not in self.gemm:
+            raise CalibrationError(f"no {dtype} GEMM rates in this calibration (calibrated: {', '.join(self.dtypes())})")
+        axes, table = self._grids[dtype]
+        corners = [_corners(axis, math.log(max(1, size))) for axis, size in zip(axes, shape)]  # per axis: (value, weight)
+        if all(len(c) == 1 for c in corners):  # a grid point (or its edge): the measured rate itself
+            return self._rates[dtype][(corners[0][0][0], corners[1][0][0], corners[2][0][0])]
+        log_rate = 0.0
+        for a, wa in corners[0]:
+            for b, wb in corners[1]:
+                for c, wc in corners[2]:
+                    log_rate += wa * wb * wc * table[(a, b, c)]
+        return math.exp(log_rate)
+
+    @cached_property
+    def _memo(self) -> dict[tuple[Any, ...], float]:
+        return {}
+
+    def compute_rate(self, kernel: str, shape: tuple[int, ...], dtype: str) -> float:
+        """MAC/s of a compute kernel's call: gemm_rate x efficiency_at (remembered per shape)."""
+        key = (kernel, shape, dtype)
+        rate = self._memo.get(key)
+        if rate is None:
+            if len(self._memo) > 200_000:
+                self._memo.clear()
+            rate = self._memo[key] = self.gemm_rate(shape, dtype) * self.efficiency_at(kernel, shape)
+        return rate
+
+    def efficiency_at(self, kernel: str, shape: tuple[int, ...]) -> float:
+        """A compute kernel's achieved / gemm rate at (m, k, n): inverse-distance-weighted mean
+        of log(efficiency) over the four nearest calibrated calls in log(m, k, n); 1 without any."""
+        rows = self.efficiency.get(kernel)
+        if not rows:
+            return 1.0
+        point = [math.log(max(1, d)) for d in shape]
+        # attention: its efficiency follows (head dim, tokens); batch x heads (in m) matters less
+        scale = (0.25, 1.0, 1.0) if kernel.startswith("attention") else (1.0, 1.0, 1.0)
+        scored = sorted((sum(scale[i] * (math.log(r[i]) - point[i]) ** 2 for i in range(3)), r[3]) for r in rows)[:4]
+        if scored[0][0] < 1e-12:
+            return scored[0][1]
+        weights = [(1 / d, math.log(e)) for d, e in scored]
+        return math.exp(sum(w * e for w, e in weights) / sum(w for w, _ in weights))
+
+    def op_cost(self, name: str) -> tuple[float, float]:
+        """(overhead_s, bandwidth_bytes_s) of a memory-bound operator."""
+        fit = self.ops.get(name)
+        return (fit[0], fit[1]) if fit else (self.overhead_s, self.bandwidth_bytes_s)
+
+
+def summary(calibration: Calibration) -> dict[str, Any]:
+    """One record that describes a calibration (what ``vitbench calibrate`` prints)."""
+    peak = {dtype: max(r[3] for r in rows) for dtype, rows in calibration.gemm.items()}
+    return {
+        "device": calibration.device, "device_name": calibration.device_name, "threads": calibration.threads,
+        "torch": calibration.torch, "basis": calibration.basis, "calibration_s": calibration.seconds,
+        "gemm_peak_macs_per_s": peak.get("float32"), "bandwidth_bytes_s": calibration.bandwidth_bytes_s,
+        "framework_infer_s": calibration.framework_s.get("infer"), "framework_train_s": calibration.framework_s.get("train"),
+        "in_step_factor": calibration.in_step_factor, "operators_fitted": len(calibration.ops),
+    }

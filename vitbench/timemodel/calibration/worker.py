@@ -1,0 +1,124 @@
+"""The measuring: a calibration of this CPU in a fresh worker process
+(``python -m vitbench.timemodel.calibration.worker``), its GEMM grid, the ``torch.add`` sweep
+and the probes, handed to :mod:`vitbench.timemodel.calibration.fitting`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from vitbench.timemodel.calibration.fitting import fit_affine, fit_efficiency, fit_ops, fit_steps
+from vitbench.timemodel.calibration.schema import PRECISION_DTYPES, Calibration, CalibrationError
+
+GEMM_M = (1, 8, 64, 512, 4096)
+GEMM_KN = (16, 64, 256, 1024, 4096)
+
+
+def default_threads() -> int:
+    """The CPUs this process may run on: what a prediction is for unless told."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def calibrate(device: str = "cpu", threads: int | None = None, precisions: tuple[str, ...] = ("fp32",),
+              timeout_s: float = 300.0) -> Calibration:
+    """Calibrate ``device`` at ``threads`` threads in a fresh worker process (steady allocator,
+    its own thread count): about 20-40 s on a small CPU. CalibrationError if it fails."""
+    if device != "cpu":
+        from vitbench.errors import SpecError
+
+        raise SpecError("device", device, "calibration measures the CPU in this version; a GPU is priced by the "
+                        "GPU cost model (`vitbench predict --device h100`; `vitbench devices` lists the GPUs)")
+    threads = threads or default_threads()
+    dtypes = sorted({PRECISION_DTYPES[p] for p in precisions} | {"float32"})
+    command = [sys.executable, "-m", "vitbench.timemodel.calibration.worker", "--threads", str(threads),
+               "--dtypes", ",".join(dtypes)]
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    try:
+        from vitbench.measure.children import preexec
+
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env, preexec_fn=preexec())
+    except subprocess.TimeoutExpired:
+        raise CalibrationError(f"calibration took over {timeout_s:.0f} s and was stopped") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+        raise CalibrationError(f"calibration failed: {last}")
+    return Calibration.from_json(done.stdout)
+
+
+def calibrate_here(threads: int, dtypes: tuple[str, ...] = ("float32",), block_s: float = 0.002) -> Calibration:
+    """The measurements, in this process (:func:`calibrate` runs this in a worker)."""
+    import torch
+
+    from vitbench.measure.allocator import apply_allocator
+    from vitbench.measure.env import environment
+    from vitbench.timemodel.probes import median_seconds, time_kernels, time_probes
+
+    malloc = apply_allocator("steady")
+    torch.set_num_threads(threads)
+    threads = torch.get_num_threads()
+    torch.set_flush_denormal(True)  # repeated in-place optimizer updates must not go subnormal (this is a worker)
+    started = time.perf_counter()
+
+    def timed(run: Callable[[], Any], block: float = block_s) -> float:
+        return median_seconds(run, time.process_time, threads, block)
+
+    gemm: dict[str, list[list[float]]] = {}
+    for dtype_name in dtypes:
+        dtype = getattr(torch, dtype_name)
+        rows = []
+        for m in GEMM_M:
+            for k in GEMM_KN:
+                for n in GEMM_KN:
+                    a, b = torch.randn(m, k, dtype=dtype), torch.randn(k, n, dtype=dtype)
+                    rows.append([m, k, n, m * k * n / timed(lambda a=a, b=b: torch.mm(a, b))])
+        gemm[dtype_name] = rows
+    gemm_s = time.perf_counter() - started
+
+    sizes, times = [], []
+    for numel in (100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000):
+        a, b = torch.randn(numel), torch.randn(numel)
+        times.append(timed(lambda a=a, b=b: torch.add(a, b)))
+        sizes.append(3 * 4 * numel)
+    overhead_s, bandwidth = fit_affine(sizes, times)
+
+    probe_started = time.perf_counter()
+    samples, steps = time_probes(time.process_time, threads, block_s)
+    samples = samples + time_kernels(time.process_time, threads, block_s)
+    probe_s = time.perf_counter() - probe_started
+    partial = Calibration("cpu", "", threads, "", "calibration", gemm, {}, {}, overhead_s, bandwidth, {}, 1.0)
+    efficiency = fit_efficiency(samples, partial)
+    ops = fit_ops(samples, bandwidth)
+    factor, framework = fit_steps(steps)
+
+    env = environment("cpu")
+    return Calibration(
+        device="cpu", device_name=str(env.get("env_device_name") or ""), threads=threads, torch=torch.__version__,
+        basis="calibration", gemm=gemm, efficiency=efficiency, ops=ops, overhead_s=overhead_s,
+        bandwidth_bytes_s=bandwidth, framework_s=framework, in_step_factor=factor,
+        seconds=time.perf_counter() - started,
+        notes={"malloc": malloc, "gemm_s": round(gemm_s, 2), "probes_s": round(probe_s, 2),
+               "probe_steps": [[s.probe, s.mode, s.step_s, s.ops_s, s.compute_s, s.ops, s.optimizer_ops] for s in steps]},
+    )
+
+
+def _main() -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m vitbench.timemodel.calibration.worker")
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--dtypes", default="float32")
+    args = parser.parse_args()
+    calibration = calibrate_here(args.threads, tuple(args.dtypes.split(",")))
+    sys.stdout.write(calibration.to_json())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())
