@@ -45,6 +45,7 @@ def baseline(calibration):
     return _predict(BASE, calibration)
 
 
+@pytest.mark.slow
 def test_predicted_time_is_identical_on_a_loaded_machine(calibration, baseline):
     quiet = baseline
     busy = [multiprocessing.Process(target=_burn, args=(30.0,)) for _ in range(2)]
@@ -61,6 +62,7 @@ def test_predicted_time_is_identical_on_a_loaded_machine(calibration, baseline):
     assert compare(quiet, loaded, ["pred_latency_s:+2%"]).exit_code == 0
 
 
+@pytest.mark.slow
 def test_two_percent_more_work_fails_the_predicted_time_gate(calibration, baseline):
     # one more block of 40: 2.5% more MACs, and as many more kernels
     deeper = _predict(ViTSpec(**{**BASE.__dict__, "depth": 41}), calibration)

@@ -91,6 +91,7 @@ def test_calibrate_cli_refuses_in_one_line(args, message):
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_calibrate_cuda_without_a_gpu_is_one_line():
     import torch
 
@@ -110,6 +111,7 @@ def test_suite_spans_the_kinds_of_work_and_leaves_the_judged_models_out():
     assert not models & judged
 
 
+@pytest.mark.slow
 def test_the_fit_recovers_step_times_made_with_known_parameters():
     """Step times made by the cost model with parameters unlike the starting ones: the fit
     reproduces them (it has the same model; what it cannot know is which parameters made them)."""

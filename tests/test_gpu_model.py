@@ -139,6 +139,7 @@ def test_dropout_in_eval_costs_nothing(monkeypatch, tmp_path):
     assert with_dropout["pred_elementwise_s"] == pytest.approx(without["pred_elementwise_s"], rel=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["timm:mvitv2_small", "timm:samvit_large_patch16"])
 def test_models_that_failed_under_cpu_autocast_fp16_trace_for_the_gpu(name, monkeypatch, tmp_path):
     """Traced under CUDA's autocast policy (fake CUDA tensors), as timm ran them: CPU autocast
@@ -176,6 +177,7 @@ def test_one_trace_is_priced_for_several_devices_and_cached_on_disk(monkeypatch,
     assert len(calls) == 2, "a damaged entry is traced again"
 
 
+@pytest.mark.slow
 def test_the_deployed_form_is_what_reparam_prices(monkeypatch, tmp_path):
     monkeypatch.setenv("VITBENCH_TRACE_DIR", str(tmp_path / "traces"))
     trained, deployed = (vitbench.predict("timm:mobileone_s0", device="rtx4090", precision="fp16", batch_size=64,

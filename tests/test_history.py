@@ -78,6 +78,7 @@ def _cli(*args, cwd=None):
                           cwd=cwd, timeout=300)
 
 
+@pytest.mark.slow
 def test_the_cli_adds_commits_reports_trends_and_hints_the_bisect(tmp_path):
     store = tmp_path / "history"
     history = synthetic(0)

@@ -40,6 +40,7 @@ def _check_auto(spec, cap: int, mode: str = "train") -> None:
     assert r["memory_limit_bytes"] == cap  # the row records the cap
 
 
+@pytest.mark.slow
 def test_auto_batch_agrees_with_plan_and_never_exceeds_the_cap():
     _check_auto(TINY, 16 * MiB)
 

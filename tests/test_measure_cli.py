@@ -43,6 +43,7 @@ def test_profile_table_default_columns(capsys):
                       "latency_p50_s", "latency_p90_s", "latency_cv", "peak_memory_bytes", "attention_kernel", "mfu"]
 
 
+@pytest.mark.slow
 def test_profile_csv_keeps_raw_samples(capsys):
     assert main(["profile", "mnist-vit", "--mode", "infer,train", "--format", "csv", *FAST]) == 0
     frame = pd.read_csv(io.StringIO(capsys.readouterr().out))
@@ -53,6 +54,7 @@ def test_profile_csv_keeps_raw_samples(capsys):
         assert row["throughput_img_s"] == pytest.approx(1 / pd.Series(samples).median())
 
 
+@pytest.mark.slow
 def test_multi_config_run_continues_after_oom(capsys):
     # batch 10^9 needs ~3 TB for the MNIST input alone: an allocation failure, caught (run
     # anyway: by default the memory model refuses it, below)
@@ -83,6 +85,7 @@ def test_timeout_without_isolate_is_honoured(capsys):
     assert code == 3 and r["status"] == "error" and "timed out after 0.001 s" in r["error"]
 
 
+@pytest.mark.slow
 def test_profile_with_memory_limit_and_auto(capsys):
     code = main(["profile", "mnist-vit", "--batch-size", "auto", "--memory-limit", "32MiB", "--max-batch-size", "512", "--format", "json", *FAST])
     (r,) = _json(capsys)
@@ -120,6 +123,7 @@ def test_exit_3_when_every_configuration_fails(capsys, monkeypatch):
     assert r["status"] == "error" and "simulated driver failure" in r["error"]
 
 
+@pytest.mark.slow
 def test_selftest_subset_passes(capsys):
     assert main(["selftest", "--device", "cpu", "--only", "environment", "--only", "timing", "--only", "peak-memory"]) == 0
     out = capsys.readouterr().out

@@ -78,6 +78,7 @@ def test_memory_pass_in_the_record(train_record):
     assert r["peak_memory_bytes"] > 16 * n
 
 
+@pytest.mark.slow
 def test_attention_kernel_actually_run():
     sdpa = measure(TINY, RunSettings(**FAST))
     assert sdpa["attention_kernel"] == "cpu_flash"  # SDPA's CPU flash kernel on this build
@@ -276,6 +277,7 @@ def test_bf16_autocast_on_cpu_runs_the_matmuls_in_bf16(mode):
     assert r["status"] == "ok" and r["precision"] == "bf16"
 
 
+@pytest.mark.slow
 def test_trace_dir_one_run_per_configuration_loadable_by_tensorboard(tmp_path):
     rows = [
         measure(TINY, RunSettings(**{**FAST, "trace_dir": str(tmp_path)})),
@@ -315,6 +317,7 @@ def test_isolated_run_in_a_subprocess():
     assert all(isinstance(s, float) and math.isfinite(s) for s in r["samples_s"])
 
 
+@pytest.mark.slow
 def test_isolated_run_that_dies_or_hangs_still_gives_a_row(monkeypatch):
     import signal
     import subprocess

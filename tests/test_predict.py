@@ -353,6 +353,7 @@ def test_cli_bad_input_is_one_line_and_exit_2(args, message):
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_sweep_predict_stage(tmp_path, monkeypatch):
     import torch
 

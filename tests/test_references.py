@@ -376,6 +376,7 @@ def tiny(width=16):
     pytest.param("py:sub/other.py:tiny", marks=pytest.mark.slow),
     pytest.param("py:mymodels:tiny+width=32", marks=pytest.mark.slow),
 ])
+@pytest.mark.slow
 def test_py_reference_from_the_current_directory_or_a_file(tmp_path, reference):
     """``vitbench`` as a console script does not put the current directory on sys.path: a
     ``py:`` module is found there all the same, and a ``.py`` file is taken by its path."""

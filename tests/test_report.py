@@ -141,6 +141,7 @@ def test_measured_sections_from_a_store(tmp_path, capsys):
     assert "train: |predicted / measured - 1| median 10.0%, 90th percentile 10.0% over 4 configurations" in text
 
 
+@pytest.mark.slow
 def test_report_refuses_to_overwrite_other_results(tmp_path, capsys):
     _measured_store(tmp_path / "a")
     _measured_store(tmp_path / "b")

@@ -59,6 +59,7 @@ def _squeue(cluster) -> dict[str, str]:
     return dict(line.split() for line in out.splitlines() if line.strip())
 
 
+@pytest.mark.slow
 def test_a_job_array_gives_the_rows_of_a_local_run(cluster, local_rows, tmp_path):
     out = tmp_path / "array"
     started = time.monotonic()

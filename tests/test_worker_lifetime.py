@@ -29,6 +29,7 @@ def _children(parent: int, marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_a_measurement_worker_dies_with_its_parent():
     parent = subprocess.Popen(
