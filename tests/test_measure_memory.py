@@ -119,4 +119,20 @@ def test_cpu_runs_have_no_device_overhead_and_no_workspace_column():
 
     assert device_overhead_bytes("cpu", "train") == 0
     columns = prediction_columns(resolve_measured("vit-ti/16"), RunSettings(device="cpu", mode="train"), 4, "cpu")
-    assert set(columns) == {"pred_peak_memory_bytes"} and columns["pred_peak_memory_bytes"] > 0
+    assert set(columns) == {"pred_peak_memory_bytes", "pred_activations_bytes"}
+    # the memory model's own figures for the same step, not a CPU workspace on top
+    from vitbench.analytic.memory import memory_estimate
+    from vitbench.presets import resolve
+
+    estimate = memory_estimate(resolve("vit-ti/16"), 4, "train", "fp32", "adamw")
+    assert columns == {"pred_peak_memory_bytes": estimate.peak_bytes, "pred_activations_bytes": estimate.activations_bytes}
+
+
+def test_the_predicted_activations_column_is_filled_beside_the_measured_one():
+    """Issue: "predicted activations" was empty in every row of the report."""
+    from vitbench.measure.budget import prediction_columns
+    from vitbench.measure.target import resolve_measured
+    from vitbench.settings import RunSettings
+
+    columns = prediction_columns(resolve_measured("cifar-vit/4"), RunSettings(device="cpu", mode="infer"), 2, "cpu")
+    assert 0 < columns["pred_activations_bytes"] < columns["pred_peak_memory_bytes"]

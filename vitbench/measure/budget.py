@@ -82,12 +82,21 @@ def device_overhead_bytes(device: str, mode: str) -> int:
 
 def predicted_peak(target, settings: RunSettings, batch_size: int) -> int | None:
     """Predicted peak bytes of one step at ``batch_size``; None without a memory model."""
-    if target.spec is None:
+    estimate = _estimate(target, settings, batch_size)
+    return None if estimate is None else estimate.peak_bytes
+
+
+def _estimate(target, settings: RunSettings, batch_size: Any) -> Any:
+    """The memory model's estimate of one step at ``batch_size`` (None without one)."""
+    if target.spec is None or batch_size == "auto":
         return None
-    from vitbench.analytic.memory import predicted_peak_bytes
+    from vitbench.analytic.memory import memory_estimate, unsupported_reason
 
     try:
-        return predicted_peak_bytes(target.spec, settings, batch_size)
+        if unsupported_reason(target.spec) is not None:
+            return None
+        return memory_estimate(target.spec, batch_size, settings.mode, settings.precision, settings.optimizer,
+                               settings.attention)
     except Exception:  # noqa: BLE001 - a spec the model rejects: measured without a prediction
         return None
 
@@ -173,9 +182,14 @@ def auto_budget(settings: RunSettings, device: str) -> tuple[int | None, str]:
 
 def prediction_columns(target, settings: RunSettings, batch_size: int, device: str = "cpu") -> dict[str, Any]:
     """``pred_peak_memory_bytes`` for the measured batch (None without a memory model): the
-    tensors' predicted peak plus, on CUDA, cuBLAS's workspaces (``pred_workspace_bytes``)."""
-    peak = predicted_peak(target, settings, batch_size)
-    if peak is None or not device.startswith("cuda"):
-        return {"pred_peak_memory_bytes": peak}
-    workspace = device_overhead_bytes(device, settings.mode)
-    return {"pred_peak_memory_bytes": peak + workspace, "pred_workspace_bytes": workspace}
+    tensors' predicted peak plus, on CUDA, cuBLAS's workspaces (``pred_workspace_bytes``); and
+    ``pred_activations_bytes``, the activations the memory model predicts (beside the measured
+    ``mem_activations_bytes``)."""
+    estimate = _estimate(target, settings, batch_size)
+    if estimate is None:
+        return {"pred_peak_memory_bytes": None}
+    columns = {"pred_peak_memory_bytes": estimate.peak_bytes, "pred_activations_bytes": estimate.activations_bytes}
+    if device.startswith("cuda"):
+        workspace = device_overhead_bytes(device, settings.mode)
+        columns.update(pred_peak_memory_bytes=estimate.peak_bytes + workspace, pred_workspace_bytes=workspace)
+    return columns
