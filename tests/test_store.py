@@ -206,3 +206,97 @@ def test_merge_refuses_another_sweep_given_as_its_results_csv(tmp_path, capsys):
     # CSVs alone (no definition anywhere) merge with a warning: there is nothing to check against
     result = merge([loose], tmp_path / "m4")
     assert result.rows == 1 and "records no sweep definition" in result.warnings[0]
+
+
+def test_the_lock_file_names_the_writing_process(tmp_path):
+    import os
+
+    with Store.open(tmp_path):
+        assert (tmp_path / ".lock").read_text() == f"{os.getpid()}\n"
+
+
+def test_closing_a_closed_store_again_never_releases_the_next_writers_lock(tmp_path):
+    first = Store.open(tmp_path)
+    first.close()
+    with Store.open(tmp_path, resume=True):
+        first.close()  # a second close of the first writer
+        assert (tmp_path / ".lock").exists()
+        with pytest.raises(VitbenchError, match="another vitbench sweep"):
+            Store.open(tmp_path, resume=True)
+
+
+@pytest.mark.parametrize(("every", "accepted"), [(1, True), (0, False), (True, False)])
+def test_sync_every_is_a_positive_number_of_records(tmp_path, every, accepted):
+    if accepted:
+        Store.open(tmp_path, sync="interval", sync_every=every).close()
+    else:
+        with pytest.raises(StoreError, match="sync_every"):
+            Store.open(tmp_path, sync="interval", sync_every=every)
+
+
+class _FailingWrite(Store):
+    """A store whose every append writes ten bytes of the line, then fails (a full disk)."""
+
+    def _append(self, fd, data):
+        import os
+
+        os.write(fd, data[:10])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_failed_write_after_resuming_takes_back_only_its_own_partial_line(tmp_path):
+    with Store.open(tmp_path) as store:
+        store.add(_row(0))
+        store.add(_row(1))
+    before = (tmp_path / "rows.jsonl").read_bytes()
+    store = _FailingWrite.open(tmp_path, resume=True)
+    with pytest.raises(StoreError, match="No space left on device"):
+        store.add(_row(2))
+    store.close()
+    assert (tmp_path / "rows.jsonl").read_bytes() == before  # the rows written before resuming stay
+
+
+def test_a_results_csv_from_an_earlier_vitbench_is_kept_unless_forced(tmp_path):
+    (tmp_path / "results.csv").write_text("model,macs\nm,1\n")
+    with pytest.raises(StoreError, match="results.csv from an earlier vitbench"):
+        Store.open(tmp_path)
+    assert (tmp_path / "results.csv").read_text() == "model,macs\nm,1\n"
+    Store.open(tmp_path, force=True).close()
+
+
+def test_saved_counts_each_configuration_once_across_a_resume(tmp_path):
+    with Store.open(tmp_path) as store:
+        store.add(_row(0))
+        store.add(_row(1))
+        assert store.saved == 2
+    with Store.open(tmp_path, resume=True) as store:
+        assert store.saved == 2
+        store.add(_row(2))
+        store.add(_row(3))
+        store.add(_row(1, status="error"))  # a configuration already saved, run again
+        assert store.saved == 4
+
+
+@pytest.mark.parametrize(("interval", "accepted"), [(0, True), (3600, True), (3600.5, False), (-0.1, False)])
+def test_the_sync_interval_is_zero_to_an_hour(tmp_path, interval, accepted):
+    if accepted:
+        Store.open(tmp_path, sync_interval_s=interval).close()
+    else:
+        with pytest.raises(StoreError, match="sync-interval"):
+            Store.open(tmp_path, sync_interval_s=interval)
+
+
+def test_closing_twice_touches_no_file_descriptor_again(tmp_path):
+    import os
+
+    store = Store.open(tmp_path)
+    store.add(_row(0))
+    store.close()
+    # the two numbers the store held (rows and lock) are the lowest free ones: these reuse them
+    others = [os.open(tmp_path / f"other{i}", os.O_WRONLY | os.O_CREAT) for i in range(2)]
+    try:
+        store.close()
+        assert [os.write(fd, b"still open") for fd in others] == [10, 10] and store.problems == []
+    finally:
+        for fd in others:
+            os.close(fd)

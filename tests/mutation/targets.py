@@ -36,8 +36,8 @@ TARGETS = (
             "vitbench/timemodel/calibration.py"),
            ("tests/test_predict.py", "tests/test_calibration.py")),
     Target("store", ("vitbench/store/writer.py", "vitbench/sweeps/store.py"),
-           ("tests/test_store.py", "tests/test_store_checks.py", "tests/test_store_faults.py",
-            "tests/test_store_formats.py")),
+           ("tests/test_store.py", "tests/test_store_checks.py", "tests/test_store_fs.py", "tests/test_store_atomic.py",
+            "tests/test_store_options.py", "tests/test_store_faults.py", "tests/test_store_formats.py")),
 )
 
 #: Mutants read and judged equivalent (no test can tell them apart from the module): by name
@@ -59,6 +59,12 @@ EQUIVALENT: dict[str, str] = {
         "one row gives at most one value per metric: max / min is 1, never a spread",
     "_spread_duplicates|remove|continue -> pass":
         "one row gives at most one value per metric: max / min is 1, never a spread",
+    "Store.__init__|constant|0 -> 1#3":
+        "_size is set from the rows file's fstat when it is opened, before any write reads it",
+    "Store.__init__|constant|0 -> -1#3":
+        "_size is set from the rows file's fstat when it is opened, before any write reads it",
+    "Store._load|constant|1 -> 2":
+        "sweep.json's indentation: every reader parses the JSON, none reads its layout",
 }
 
 
