@@ -54,3 +54,9 @@ def test_the_checker_sees_a_print(tmp_path):
     assert _prints_or_exits(sample)
     sample.write_text("def f(stream):\n    stream.write('x')\n")
     assert not _prints_or_exits(sample)
+
+
+def test_no_module_is_over_500_lines():
+    # docs/layout.md promises it: a module that grows past it is doing more than one job
+    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 500}
+    assert long == {}

@@ -50,7 +50,7 @@ from vitbench.results import read_input_text
 from vitbench.settings import COUNTERS, STAGES, RunSettings
 from vitbench.specs import SPEC_TYPES, spec_fields
 from vitbench.specs.model_ref import ModelRef
-from vitbench.sweeps.schema import Checker, SweepFileError, check_yaml_shape
+from vitbench.sweeps.schema import Checker, SweepFileError, parse_text
 
 TOP_KEYS = ("name", "description", "out", "models", "grid", "batch_sizes", "stages", "counters", "measure", "studies")
 STUDY_KEYS = ("name", "description", "models", "grid", "batch_sizes", "stages", "counters", "measure")
@@ -149,36 +149,6 @@ def load_sweep_file(path: str | os.PathLike) -> SweepPlan:
     path = Path(path)
     text = read_input_text(path, f"sweep file={str(path)!r}", SweepFileError)
     return validate(parse_text(text, path), default_name=path.stem, label=str(path), source=str(path))
-
-
-def parse_text(text: str, path: Path) -> Any:
-    if path.suffix.lower() == ".toml":
-        try:
-            import tomllib
-        except ModuleNotFoundError:  # Python 3.10
-            import tomli as tomllib  # type: ignore[no-redef]
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise SweepFileError(f"{path}: invalid TOML: {exc}") from None
-        except RecursionError:
-            raise SweepFileError(f"{path}: invalid TOML: nested too deeply") from None
-    if path.suffix.lower() not in (".yaml", ".yml"):
-        raise SweepFileError(f"file={str(path)!r}: a sweep file must end in .yaml, .yml or .toml")
-    import yaml
-
-    try:
-        check_yaml_shape(yaml.compose(text, Loader=yaml.SafeLoader), path)
-        return yaml.safe_load(text)
-    except RecursionError:
-        raise SweepFileError(f"{path}: invalid YAML: nested too deeply") from None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        problem = " ".join(str(exc.problem or exc.context or "syntax error").split())
-        raise SweepFileError(f"{path}: invalid YAML at {where}: {problem}") from None
-    except yaml.YAMLError as exc:
-        raise SweepFileError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None
 
 
 # --- validation ------------------------------------------------------------------------------

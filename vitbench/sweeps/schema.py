@@ -200,3 +200,35 @@ def check_yaml_shape(root: Any, path: Path) -> None:
 
 
 __all__ = ["MAX_YAML_DEPTH", "MAX_YAML_VALUES", "RENAMED_SETTINGS", "Checker", "SweepFileError", "check_yaml_shape", "measure_keys"]
+
+
+def parse_text(text: str, path: Path) -> Any:
+    """A sweep file's text as data, by its suffix (``.toml``, ``.yaml``/``.yml``): one line
+    naming the position for invalid syntax, the YAML's shape checked before it is built."""
+    if path.suffix.lower() == ".toml":
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10
+            import tomli as tomllib  # type: ignore[no-redef]
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise SweepFileError(f"{path}: invalid TOML: {exc}") from None
+        except RecursionError:
+            raise SweepFileError(f"{path}: invalid TOML: nested too deeply") from None
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        raise SweepFileError(f"file={str(path)!r}: a sweep file must end in .yaml, .yml or .toml")
+    import yaml
+
+    try:
+        check_yaml_shape(yaml.compose(text, Loader=yaml.SafeLoader), path)
+        return yaml.safe_load(text)
+    except RecursionError:
+        raise SweepFileError(f"{path}: invalid YAML: nested too deeply") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+        problem = " ".join(str(exc.problem or exc.context or "syntax error").split())
+        raise SweepFileError(f"{path}: invalid YAML at {where}: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise SweepFileError(f"{path}: invalid YAML: {' '.join(str(exc).split())}") from None

@@ -25,6 +25,7 @@ from vitbench.timemodel.calibration.cache import cache_path, load, save
 from vitbench.timemodel.calibration.schema import PRECISION_DTYPES, Calibration, CalibrationError
 from vitbench.timemodel.calibration.worker import calibrate, default_threads
 from vitbench.timemodel.gpus import GPU_DEVICES, gpu
+from vitbench.timemodel.prediction_rows import measured_and_cost, measured_index, row_head, trace_warnings
 
 PREDICT_DEVICES = ("cpu", "cuda", *GPU_DEVICES)
 #: what a prediction's step may run in: fp32 (on a GPU, CUDA cores), tf32 (fp32 with TF32 tensor
@@ -367,7 +368,7 @@ def predict(
     precisions = _as_list("precision", precision, PREDICT_PRECISIONS)
     _as_list("optimizer", optimizer, OPTIMIZERS)
     _check_arguments(devices, precisions, threads, reparam, epochs, dataset_size, price_per_hour)
-    measured_rows = _measured_index(measured) if measured is not None else {}
+    measured_rows = measured_index(measured) if measured is not None else {}
 
     if isinstance(models, (str, os.PathLike)) or not isinstance(models, Iterable) or is_module(models):
         models = [models]
@@ -385,7 +386,7 @@ def predict(
         traces: dict[str, Any] = {}
         for each in devices:
             cal, warnings = pricing[each]
-            row = _row_head(target, batch, each, run_mode, prec, optimizer, cal, reparam, counts)
+            row = row_head(target, batch, each, run_mode, prec, optimizer, cal, reparam, counts)
             row_warnings = list(warnings)
             started = time.perf_counter()
             if refusal is not None:  # decided from the spec: nothing is built
@@ -412,9 +413,9 @@ def predict(
             if each != "cpu":
                 row.update(error_band(cal, target.name, run_mode))
             row["pred_seconds"] = time.perf_counter() - started
-            row_warnings.extend(_trace_warnings(row, prediction, run_mode))
+            row_warnings.extend(trace_warnings(row, prediction, run_mode))
             seen = measured_rows.get((target.name, target.overrides_text if target.overrides else "", run_mode, batch, prec))
-            columns, cost_warnings = _measured_and_cost(prediction.latency_s, seen, batch, run_mode, epochs, dataset_size,
+            columns, cost_warnings = measured_and_cost(prediction.latency_s, seen, batch, run_mode, epochs, dataset_size,
                                                         price_per_hour)
             row.update(columns)
             row_warnings.extend(cost_warnings)
@@ -443,62 +444,6 @@ def _check_arguments(devices: list[str], precisions: list[str], threads: Any, re
         raise SpecError("price_per_hour", price_per_hour, "needs epochs and dataset_size")
 
 
-def _measured_and_cost(latency_s: float, seen: float | None, batch: int, mode: str, epochs: float | None,
-                       dataset_size: int | None, price_per_hour: float | None) -> tuple[dict[str, Any], list[dict[str, str]]]:
-    """A row's measured columns (``measured_latency_s``, ``pred_ratio = latency_s / seen``, when
-    ``seen``: the measured step) and training cost (from the measured step when there is one,
-    else the predicted one; with ``epochs``), and the warning that a cost rests on an inference step."""
-    columns: dict[str, Any] = {}
-    warnings: list[dict[str, str]] = []
-    if seen is not None:
-        columns["measured_latency_s"] = seen
-        columns["pred_ratio"] = latency_s / seen
-    if epochs is not None:
-        from vitbench.timemodel.cost import training_cost
-
-        step_s = seen if seen is not None else latency_s
-        columns.update(training_cost(step_s, batch, epochs, dataset_size, price_per_hour))
-        columns["cost_basis"] = "measured" if seen is not None else "predicted"
-        if mode != "train":
-            warnings.append(warning("cost-from-inference", "training cost from an inference step", "use --mode train for training"))
-    return columns, warnings
-
-
-def _deployed_target(target: Any, counts: dict | None) -> Any:
-    """``target`` built in its deployed (reparameterised) form, made once per command."""
-    import dataclasses
-    import functools
-
-    from vitbench.timemodel.trace_setup import deployed
-
-    if getattr(target, "build", None) is None or getattr(target, "spec", None) is not None:
-        return target
-    cache = counts if counts is not None else {}
-    key = ("deployed", id(target))
-    if key not in cache:
-        cache[key] = dataclasses.replace(target, build=functools.partial(deployed, target.build))
-    return cache[key]
-
-
-def _row_head(target: Any, batch: int, device: str, mode: str, precision: str, optimizer: str, cal: Any,
-              reparam: bool, counts: dict | None = None) -> dict[str, Any]:
-    from vitbench.analytic.identity import identity_record
-    from vitbench.counters.fill import counted_identity
-
-    row: dict[str, Any] = identity_record(target, batch)
-    # no formula: params and MACs as analyze counts them, of the form that is priced
-    row.update(counted_identity(_deployed_target(target, counts) if reparam else target, batch, counts))
-    row.update(device=device, mode=mode, precision=precision, optimizer=optimizer if mode == "train" else None,
-               threads=cal.threads if cal.basis == "calibration" else None)
-    if device != "cpu":
-        row["device_name"] = cal.device_name
-    if reparam:
-        row["reparam"] = True
-    if target.overrides:
-        row["overrides"] = target.overrides_text
-    return row
-
-
 def _price(ops: list, cal: Any, mode: str, precision: str) -> Any:
     """The step's prediction on the CPU calibration or the GPU profile ``cal``."""
     if isinstance(cal, Calibration):
@@ -508,31 +453,3 @@ def _price(ops: list, cal: Any, mode: str, precision: str) -> Any:
     from vitbench.timemodel.gpu_model import predict_gpu
 
     return predict_gpu(ops, cal, mode, tf32=precision == "tf32")
-
-
-def _trace_warnings(row: dict[str, Any], prediction: Any, mode: str) -> list[dict[str, str]]:
-    """A warning when the traced forward's MACs differ from the analytic count: operators the
-    trace could not price by their work (a fused fast path) make the prediction too fast."""
-    counted = row.get("macs")
-    if mode != "infer" or not isinstance(counted, int) or counted <= 0:
-        return []
-    traced = prediction.macs
-    if abs(traced - counted) <= 0.01 * counted:
-        return []
-    return [warning("trace-misses-work", f"the traced step has {traced:,} MACs, the count {counted:,}",
-                    "part of the work runs in operators the time model cannot see into; treat the time as a lower estimate")]
-
-
-def _measured_index(measured: Any) -> dict[tuple[str, str, str, int, str], float]:
-    """(model, overrides, mode, batch_size, precision) -> latency_p50_s of measured rows (ok ones only)."""
-    from vitbench.reading import read_results
-
-    rows, _ = read_results(measured, "measured")
-    out = {}
-    for row in rows:
-        latency = row.get("latency_p50_s")
-        if row.get("status", "ok") == "ok" and isinstance(latency, (int, float)) and latency > 0:
-            key = (str(row.get("model")), str(row.get("overrides") or ""), str(row.get("mode", "infer")),
-                   int(row.get("batch_size") or 1), str(row.get("precision") or "fp32"))
-            out[key] = float(latency)
-    return out
