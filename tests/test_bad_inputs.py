@@ -63,6 +63,21 @@ def files(tmp_path_factory) -> dict[str, str]:
     if os.geteuid() == 0:
         os.mknod(root / "dev", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
     out["dev"] = str(root / "dev")
+    import _input_cases  # issue 33's one reader: FIFO and device stores, tampered calibrations, --measured rows
+
+    out.update(_input_cases.prepare(root, store))
+    import _py_contract_cases  # issue 33's py: contract and values from arguments and sweep files
+
+    out.update(_py_contract_cases.prepare(root))
+    import _fuzz_cases  # issue 33's fuzzer: the holes it found that the issue did not list
+
+    out.update(_fuzz_cases.prepare(root, store))
+    import _schema_cases  # issue 33's record schema: known columns holding what they cannot
+
+    out.update(_schema_cases.prepare(root, store))
+    import _scale_cases  # issue 33's CSV cells beyond the reader's bounds, a header-only CSV
+
+    out.update(_scale_cases.prepare(root, csv))
     return out
 
 

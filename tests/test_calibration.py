@@ -95,6 +95,8 @@ def test_fit_affine_constant_and_single_size():
     # ... a time of 0 counts as 1 ps (8 bytes / 1e-12 s); no bytes at all: 1e12 bytes/s
     assert fit_affine([8.0], [0.0]) == (0.0, pytest.approx(8e12, rel=1e-12))
     assert fit_affine([0.0, 0.0], [1e-6, 2e-6]) == (0.0, 1e12)
+    # one byte moved in 0.5 s: 2 bytes/s, however small the size (only a size of 0 has no rate)
+    assert fit_affine([1.0, 1.0], [0.5, 0.5]) == (0.0, pytest.approx(2.0, rel=1e-12))
 
 
 def test_fit_affine_weights_relative_error():

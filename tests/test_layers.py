@@ -18,8 +18,8 @@ PACKAGE = Path(vitbench.__file__).parent
 #: results, and the one results reader reads stores too.
 LAYERS = (
     ("vitbench.errors", "vitbench.lazy", "vitbench.units", "vitbench.documents", "vitbench.row_warnings",
-     "vitbench.procfs"),
-    ("vitbench.results", "vitbench.reading", "vitbench.store"),
+     "vitbench.procfs", "vitbench.escape", "vitbench.input_files"),
+    ("vitbench.results", "vitbench.csv_records", "vitbench.record_schema", "vitbench.reading", "vitbench.store"),
     ("vitbench.specs", "vitbench.settings"),
     ("vitbench.presets",),
     ("vitbench.analytic",),

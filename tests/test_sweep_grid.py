@@ -90,3 +90,14 @@ def test_a_one_model_grid_is_counted_arithmetically(monkeypatch, capsys):
     assert capsys.readouterr().out.strip().endswith(f"{len(range(2, 10**6, 7))} configurations")
     assert main([*argv[:5], "--embed-dim", values(8000, 192), "--out", "unused"]) == 2
     assert "8,000,000 configurations" in capsys.readouterr().err
+
+
+def test_list_valued_flag_alternatives_on_the_command_line(capsys):
+    """docs/sweeps.md's own example: ``--layers '2,2,2,2;3,4,6,3'`` is two ResNets, one per
+    alternative (it was refused: the two texts were taken as one list of two layers)."""
+    from vitbench.cli import main
+
+    assert main(["sweep", "--model", "resnet50", "--layers", "2,2,2,2;3,4,6,3", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "2 configurations" in out
+    assert "layers=2-2-2-2" in out and "layers=3-4-6-3" in out

@@ -53,12 +53,7 @@ def analyze(
     """
     if isinstance(models, str) or not isinstance(models, Iterable) or is_module(models):
         models = [models]
-    counters = [counters] if isinstance(counters, str) else list(counters)
-    if not counters:
-        raise SpecError("counters", "", f"give at least one of {', '.join(COUNTERS)}")
-    unknown = [c for c in counters if c not in COUNTERS]
-    if unknown:
-        raise SpecError("counters", ",".join(unknown), f"must be among {', '.join(COUNTERS)}")
+    counters = check_counters(counters)
     records = Records()
     targets = resolve_models(models, overrides, input_size=input_size)
     for index, target in enumerate(targets):
@@ -70,6 +65,17 @@ def analyze(
         records.append(_analyzed(target, batch_size, traced, module_table))
     return records
 
+
+
+def check_counters(counters: Sequence[str] | str) -> list[str]:
+    """``counters`` as a list, each one of analytic, fvcore, dispatch (a SpecError otherwise)."""
+    counters = [counters] if isinstance(counters, str) else list(counters)
+    if not counters:
+        raise SpecError("counters", "", f"give at least one of {', '.join(COUNTERS)}")
+    unknown = [c for c in counters if c not in COUNTERS]
+    if unknown:
+        raise SpecError("counters", ",".join(unknown), f"must be among {', '.join(COUNTERS)}")
+    return counters
 
 
 def _analyzed(target: Target, batch_size: int, traced: list[str], table_depth: int | None = None) -> dict[str, Any]:

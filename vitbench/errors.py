@@ -22,7 +22,10 @@ class SpecError(VitbenchError, ValueError):
 def shown(value: object, limit: int = 120) -> str:
     """``repr(value)`` for a one-line message: an object whose repr spans lines (an nn.Module)
     by its type, anything longer than ``limit`` characters cut short."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an integer of more digits than Python writes (4,300)
+        return f"<{type(value).__name__} of over 4,300 digits>"
     if "\n" in text:
         return f"<{type(value).__name__} object>"
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vitbench.csv_records import _list_or_text, records_from_csv
 from vitbench.errors import InputFileError
+from vitbench.escape import csv_cell
 
 #: Bumped when a column changes meaning; readers refuse files of a newer schema.
 SCHEMA_VERSION = 1
@@ -185,22 +186,37 @@ def _csv_cell(value: Any) -> str:
         return "" if value != value else repr(float(value))
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
         return _csv_cell(value.item())
-    return str(value)
+    return csv_cell(str(value))  # text: a leading = + - @ neutralised (vitbench.escape)
+
+
+class _Lines(list):
+    """A file for ``csv.writer`` that keeps each row's text, its ``"\\r\\n"`` ended by ``"\\n"``."""
+
+    def write(self, text: str) -> None:
+        self.append(text[:-2] + "\n")
 
 
 def csv_text(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
-    """Records as CSV text: ``columns``, else the union of keys in first-seen order."""
+    """Records as CSV text: ``columns``, else the union of keys in first-seen order. Every text
+    cell and column name passes :func:`vitbench.escape.csv_cell` (a leading ``= + - @``, tab or
+    carriage return neutralised with a ``'``, which the reader takes off again)."""
     import csv
     import io
 
     rows = list(records)
     if columns is None:
         columns = list(dict.fromkeys(key for row in rows for key in row))
+    table = [[csv_cell(str(c)) for c in columns], *([_csv_cell(row.get(c)) for c in columns] for row in rows)]
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    writer.writerows([_csv_cell(row.get(c)) for c in columns] for row in rows)
-    return buffer.getvalue()
+    csv.writer(buffer, lineterminator="\n").writerows(table)
+    text = buffer.getvalue()
+    if "\r" not in text:
+        return text
+    # csv quotes a cell for the line terminator's characters only: a carriage return in a cell (a
+    # model name's) is quoted with "\r\n" rows, each row's then ended by "\n"
+    lines = _Lines()
+    csv.writer(lines, lineterminator="\r\n").writerows(table)
+    return "".join(lines)
 
 
 def write_csv(records: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> None:
@@ -208,27 +224,21 @@ def write_csv(records: Iterable[Mapping[str, Any]], path: str | os.PathLike) -> 
     atomic_write_text(path, csv_text(records))
 
 
-def read_input_text(path: str | os.PathLike, where: str, error: type[Exception] = InputFileError) -> str:
-    """The text of an input file, or one clear ``error`` naming ``where`` (missing, a folder,
-    unreadable, not UTF-8, empty)."""
-    path = Path(path)
-    if not path.exists():
-        raise error(f"{where}: no such file")
-    if not path.is_file():
-        raise error(f"{where}: not a file")
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(4)
-    except OSError as exc:
-        raise error(f"{where}: cannot be read ({exc.strerror or exc.__class__.__name__})") from None
-    if head == b"PAR1":
+def read_input_text(path: str | os.PathLike, where: str, error: type[Exception] = InputFileError,
+                    max_bytes: int | None = None) -> str:
+    """The text of an input file, or one clear ``error`` naming ``where`` (missing, not a regular
+    file, too large, unreadable, a Parquet file, not UTF-8, empty): through the one gate,
+    :mod:`vitbench.input_files` (``max_bytes``: a results file's cap unless given)."""
+    from vitbench import input_files
+
+    data = input_files.read_input_bytes(path, where, max_bytes=max_bytes or input_files.MAX_RESULTS_BYTES, error=error)
+    if data[:4] == b"PAR1":
         raise error(f"{where}: is a Parquet file; give the results CSV (or the store folder) instead")
     try:  # utf-8-sig: a byte-order mark (Excel's CSVs) is not part of the first column's name
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc.strerror or exc.__class__.__name__
-        raise error(f"{where}: cannot be read ({reason})") from None
-    if not text.strip():
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise error(f"{where}: cannot be read (not UTF-8 text)") from None
+    if not text or text.isspace():  # (no stripped copy of a large file)
         raise error(f"{where}: the file is empty")
     return text
 
@@ -245,16 +255,7 @@ def to_json(records: Iterable[dict[str, Any]]) -> str:
 
 # --------------------------------------------------------------------------- reading
 # ONE reader for every results format. Integers stay exact: CSV cells are read as text and
-# typed per column (never through float), JSON keeps Python ints.
-
-_INTEGER = re.compile(r"^[+-]?\d+$")
-_MISSING_TEXT = frozenset({"", "nan", "NaN", "NAN", "None", "null"})
-#: Columns read as text whatever they hold (versions, identifiers of the environment).
-_TEXT_PREFIXES = ("env_",)
-_TEXT_SUFFIXES = ("_version", "_key", "_id")
-#: Columns whose whole-valued numbers are still measurements, never counts.
-_FLOAT_SUFFIXES = ("_s", "_share", "_ratio", "_cv", "_fraction", "_pct", "mfu", "_per_image")
-
+# typed per column (never through float: vitbench.csv_records), JSON keeps Python ints.
 
 def read_csv_records(path: str | os.PathLike) -> Records:
     """The records of a results CSV file (typed as :func:`records_from_csv` says)."""
@@ -265,12 +266,10 @@ def read_csv_records(path: str | os.PathLike) -> Records:
 
 def records_from_json(text: str, where: str) -> tuple[list[Any], dict[str, Any]]:
     """The records of a JSON results document and its other members (schema_version, ...)."""
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InputFileError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except RecursionError:
-        raise InputFileError(f"{where}: not a results document (JSON nested too deeply)") from None
+    from vitbench.input_files import load_json
+
+    # bounded numbers (NaN: a missing cell, as in a CSV); nesting as deep as the parser goes
+    data = load_json(text, where, max_depth=None, allow_nan=True)
     if isinstance(data, list):
         return data, {}
     if not isinstance(data, dict):
@@ -295,84 +294,6 @@ def records_from_json(text: str, where: str) -> tuple[list[Any], dict[str, Any]]
     return records, {k: v for k, v in data.items() if k != "records"}
 
 
-def records_from_csv(text: str, where: str) -> list[dict[str, Any]]:
-    """Rows of CSV text with cells typed per column: a column of integers gives ints (exact, any
-    size; whole numbers written as ``16.0`` too, unless the column is a measurement such as
-    ``*_s``), other numbers floats, true/false bools, ``[...]`` cells lists; empty cells None;
-    ``id``, ``env_*``, ``*_version``, ``*_key``, ``*_id`` columns stay text."""
-    import csv
-    import io
-
-    try:
-        rows = list(csv.reader(io.StringIO(text)))
-    except csv.Error as exc:
-        raise InputFileError(f"{where}: not a readable CSV ({exc})") from None
-    header = rows[0] if rows else []
-    if not any(c.strip() for c in header):
-        raise InputFileError(f"{where}: no header line (not a results CSV)")
-    duplicates = sorted({c for c in header if header.count(c) > 1})
-    if duplicates:
-        raise InputFileError(f"{where}: column {duplicates[0]!r} appears more than once in the header")
-    for line, row in enumerate(rows[1:], start=2):
-        if row and len(row) != len(header):
-            raise InputFileError(f"{where}: row {line} has {len(row)} fields, the header (row 1) has {len(header)}")
-    body = [r for r in rows[1:] if r]
-    columns = [_typed_column(name, [row[i] for row in body]) for i, name in enumerate(header)]
-    return [dict(zip(header, values)) for values in zip(*columns)] if columns else [{} for _ in body]
-
-
-#: a whole number beyond this many digits is read as a float: converting ``1e9999999`` to an
-#: exact integer would take hours
-_MAX_WHOLE_DIGITS = 4000
-
-
-def _typed_column(name: str, cells: list[str]) -> list[Any]:
-    present = [c.strip() for c in cells if c.strip() not in _MISSING_TEXT]
-    if not present:
-        return [None] * len(cells)
-    convert = _cell_converter(name, present)
-    return [None if c.strip() in _MISSING_TEXT else convert(c) for c in cells]
-
-
-def _cell_converter(name: str, present: list[str]) -> Callable[[str], Any]:
-    """How every cell of a column is read, decided from its non-missing cells: text for ids and
-    text-named columns (``13.0`` is a version), booleans, exact integers, floats, else lists or
-    text."""
-    if name == "id" or name.startswith(_TEXT_PREFIXES) or name.endswith(_TEXT_SUFFIXES):
-        return lambda cell: cell
-    if all(c.lower() in ("true", "false") for c in present):
-        return lambda cell: cell.strip().lower() == "true"
-    numbers = [_number_text(c) for c in present]
-    if not all(n is not None for n in numbers):
-        return _list_or_text
-    whole = not name.endswith(_FLOAT_SUFFIXES) and all(
-        n.is_finite() and n.adjusted() < _MAX_WHOLE_DIGITS and n == n.to_integral_value() for n in numbers)
-    if whole:
-        return lambda cell: int(_number_text(cell.strip()))
-    return lambda cell: int(cell.strip()) if _INTEGER.match(cell.strip()) else float(cell.strip())
-
-
-def _number_text(text: str):
-    """The exact decimal value of a number's text (``1e3``, ``16.0``, ``inf``), or None."""
-    from decimal import Decimal, InvalidOperation
-
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        return None
-    return None if value.is_nan() else value
-
-
-def _list_or_text(text: str) -> Any:
-    stripped = text.strip()
-    if stripped.startswith("[") and stripped.endswith("]"):
-        try:
-            return json.loads(stripped)
-        except (ValueError, RecursionError):
-            return text
-    return text
-
-
 def normalize_record(record: Mapping[str, Any]) -> dict[str, Any]:
     """A record with plain Python cells: NaN -> None, numpy scalars -> int/float, JSON-encoded
     list text -> list."""
@@ -387,5 +308,7 @@ def normalize_record(record: Mapping[str, Any]) -> dict[str, Any]:
             value = None
         elif isinstance(value, str):
             value = _list_or_text(value)
+        elif key == "batch_size" and type(value) is float and value.is_integer():
+            value = int(value)  # a DataFrame's column of batch sizes with a gap holds floats
         out[str(key)] = value
     return out

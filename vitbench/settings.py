@@ -71,11 +71,19 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _positive_number(name: str, value: Any, allow_none: bool = True) -> None:
+def _positive_number(name: str, value: Any, allow_none: bool = True, most: float = 1e30) -> None:
     if value is None and allow_none:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
         raise SpecError(name, value, "must be a positive number")
+    if value > most:
+        raise SpecError(name, value, f"must be at most {most:g}")
+
+
+#: the longest a run's timing or timeout may be asked to last (11.6 days)
+MAX_SECONDS = 10**6
+#: the most warm-up steps, samples and pooled runs a measurement may ask for
+MAX_STEPS = 10**6
 
 
 def check_batch_size(batch_size: Any, *, auto: bool = False) -> None:
@@ -183,23 +191,23 @@ class RunSettings:
         if self.threads is not None and not (_is_int(self.threads) and 0 < self.threads <= MAX_THREADS):
             # 100,000 threads crashed libgomp (SIGSEGV) instead of failing
             raise SpecError("threads", self.threads, f"must be a positive integer up to {MAX_THREADS}")
-        if not (_is_int(self.warmup) and self.warmup >= 1):
-            raise SpecError("warmup", self.warmup, "must be an integer >= 1")
-        if not (_is_int(self.min_samples) and self.min_samples >= 1):
-            raise SpecError("min_samples", self.min_samples, "must be an integer >= 1")
-        if not (_is_int(self.runs) and self.runs >= 1):
-            raise SpecError("runs", self.runs, "must be an integer >= 1")
-        if not (_is_int(self.max_batch_size) and self.max_batch_size >= 1):
-            raise SpecError("max_batch_size", self.max_batch_size, "must be a positive integer")
+        for name in ("warmup", "min_samples", "runs"):
+            if not (_is_int(getattr(self, name)) and getattr(self, name) >= 1):
+                raise SpecError(name, getattr(self, name), "must be an integer >= 1")
+            if getattr(self, name) > MAX_STEPS:
+                raise SpecError(name, getattr(self, name), f"must be at most {MAX_STEPS:,}")
+        if not (_is_int(self.max_batch_size) and 1 <= self.max_batch_size <= MAX_BATCH_SIZE):
+            raise SpecError("max_batch_size", self.max_batch_size, f"must be a positive integer up to {MAX_BATCH_SIZE:,}")
 
     def _check_numbers(self) -> None:
-        _positive_number("min_run_time_s", self.min_run_time_s, allow_none=False)
-        for name in ("peak_flops", "peak_bandwidth", "timeout_s"):
+        _positive_number("min_run_time_s", self.min_run_time_s, allow_none=False, most=MAX_SECONDS)
+        _positive_number("timeout_s", self.timeout_s, most=MAX_SECONDS)
+        for name in ("peak_flops", "peak_bandwidth"):
             _positive_number(name, getattr(self, name))
         if self.memory_limit_bytes is not None and not (
-            _is_int(self.memory_limit_bytes) and self.memory_limit_bytes > 0
+            _is_int(self.memory_limit_bytes) and 0 < self.memory_limit_bytes <= 2**60
         ):
-            raise SpecError("memory_limit_bytes", self.memory_limit_bytes, "must be a positive integer")
+            raise SpecError("memory_limit_bytes", self.memory_limit_bytes, "must be a positive integer up to 2^60 (1 EiB)")
 
     @property
     def in_worker(self) -> bool:

@@ -177,7 +177,40 @@ def _read(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Records and metadata of a store directory or results file (the one results reader)."""
     from vitbench.reading import read_results
 
-    return read_results(path)
+    records, info = read_results(path)
+    if not records and not path.is_dir():  # a header-only CSV, an empty records list: nothing to report
+        raise InputFileError(f"source={str(path)!r}: no rows (the file holds no records)")
+    if records:
+        _check_rows(records, f"source={str(path)!r}")
+    return records, info
+
+
+#: what makes two measured rows one configuration (a point of one series in the report's plots)
+_CONFIGURATION = ("model", "overrides", "spec_key", "img_size", "device", "mode", "precision", "batch_size")
+
+
+def _check_rows(records: list[dict[str, Any]], where: str) -> None:
+    """The report's own requirement: every row that ran names its model and batch size, holds no
+    infinite value, and no configuration was measured twice (two measurements shown as one, or fitted as two points at
+    one batch size, would misreport both): one line naming the rows, model and batch size."""
+    from vitbench.errors import shown
+    from vitbench.record_schema import require_columns, require_finite
+
+    require_columns(records, where, ("model", "batch_size"), "a report needs every row's model and batch size")
+    require_finite(records, where, "a report shows and draws finite values only")
+    seen: dict[tuple, int] = {}
+    for number, row in enumerate(records, 1):
+        if row.get("status", "ok") != "ok" or row.get("throughput_img_s") is None:
+            continue
+        key = tuple(str(row.get(c) or "") for c in _CONFIGURATION)
+        first = seen.setdefault(key, number)
+        if first != number:
+            settings = " ".join(str(row.get(c)) for c in ("mode", "precision", "device") if row.get(c) is not None)
+            raise InputFileError(
+                f"{where}: rows {first} and {number} both measure model={shown(row['model'], 60)} at "
+                f"batch_size={row['batch_size']}{f' ({settings})' if settings else ''}; a report shows one "
+                "measurement per configuration: keep one of them (or set them side by side with `vitbench compare`)"
+            )
 
 
 def _write_json(records: list[dict[str, Any]], out: Path) -> None:
@@ -220,9 +253,7 @@ def _copy_results(source: Path, records: list[dict[str, Any]], out: Path, *, for
         raise InputFileError(f"out={str(out)!r}: already holds results; choose another --out or pass --force")
     elif (out / "rows.jsonl").exists():
         raise InputFileError(f"out={str(out)!r}: holds a results store; choose another --out for a report of {str(source)!r}")
-    elif source.suffix.lower() == ".csv":
-        atomic_write_text(out / "results.csv", source.read_text(encoding="utf-8"))
-    else:
+    else:  # re-encoded, never copied: every cell through the one CSV escaper (a CSV's too)
         from vitbench.reporting.format import render
 
         atomic_write_text(out / "results.csv", render(records, "csv"))

@@ -30,14 +30,15 @@ TARGETS = (
     Target("gate.verdicts", ("vitbench/gate/verdicts.py",),
            ("tests/test_gate_boundaries.py", "tests/test_compare.py", "tests/test_compare_gate.py",
             "tests/test_gate_hardening.py")),
-    Target("timemodel.model", ("vitbench/timemodel/model.py",), ("tests/test_predict.py",)),
+    Target("timemodel.model", ("vitbench/timemodel/model.py",), ("tests/test_predict.py", "tests/test_timemodel_pricing.py")),
     Target("timemodel.calibration",
            ("vitbench/timemodel/calibration/fitting.py", "vitbench/timemodel/calibration_fitting.py",
             "vitbench/timemodel/calibration.py"),
            ("tests/test_predict.py", "tests/test_calibration.py")),
     Target("store", ("vitbench/store/writer.py", "vitbench/sweeps/store.py"),
            ("tests/test_store.py", "tests/test_store_checks.py", "tests/test_store_fs.py", "tests/test_store_atomic.py",
-            "tests/test_store_options.py", "tests/test_store_faults.py", "tests/test_store_formats.py")),
+            "tests/test_store_options.py", "tests/test_store_faults.py", "tests/test_store_formats.py",
+            "tests/test_store_mutants.py")),
 )
 
 #: Mutants read and judged equivalent (no test can tell them apart from the module): by name
@@ -65,6 +66,12 @@ EQUIVALENT: dict[str, str] = {
         "_size is set from the rows file's fstat when it is opened, before any write reads it",
     "Store._load|constant|1 -> 2":
         "sweep.json's indentation: every reader parses the JSON, none reads its layout",
+    "Store._open_rows|constant|0 -> 1":
+        "getattr(os, 'O_NONBLOCK', 0): the default is read only where os has no O_NONBLOCK (not POSIX)",
+    "Store._open_rows|constant|0 -> -1":
+        "getattr(os, 'O_NONBLOCK', 0): the default is read only where os has no O_NONBLOCK (not POSIX)",
+    "fit_affine|constant|1 -> 2":
+        "every weight 2 / t^2 instead of 1 / t^2: least squares is the same under one common scale of its weights",
 }
 
 

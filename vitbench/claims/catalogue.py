@@ -334,13 +334,19 @@ def _claim(raw: Any, index: int, seen: set[str]) -> Claim:
 def _read_yaml(path: Path) -> Any:
     import yaml
 
+    from vitbench.errors import InputFileError
+    from vitbench.input_files import MAX_CATALOGUE_BYTES, read_input_text
+
+    try:  # the one gate: a FIFO or device refused without blocking, the size capped, UTF-8, not empty
+        text = read_input_text(path, "", max_bytes=MAX_CATALOGUE_BYTES)
+    except InputFileError as exc:
+        reason = str(exc)[2:]
+        raise CatalogueError(str(path), "file", str(path), "no such claims file" if reason == "no such file" else reason) from None
     try:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it: 10x faster
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 (a safe loader)
-    except FileNotFoundError:
-        raise CatalogueError(str(path), "file", str(path), "no such claims file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogueError(str(path), "file", str(path), f"unreadable ({exc.__class__.__name__})") from None
+        return yaml.load(text, Loader=loader)  # noqa: S506 (a safe loader)
+    except RecursionError:
+        raise CatalogueError(path.name, "yaml", str(path), "not valid YAML (nested too deeply)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark else ""

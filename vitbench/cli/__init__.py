@@ -81,10 +81,49 @@ def glue_negative_values(argv: list[str]) -> list[str]:
 
 
 def error(message: str) -> None:
-    print(f"vitbench: error: {message}", file=sys.stderr)
+    from vitbench.escape import terminal_text
+
+    # one line whatever the message quotes (a JSON key or a file's text holding a line break)
+    one_line = message.strip().replace("\r\n", "\n").replace("\n", "\\n")
+    print(f"vitbench: error: {terminal_text(one_line)}", file=sys.stderr)
+
+
+class TerminalStream:
+    """Standard output or error as the command prints to it: every write passes through
+    :func:`vitbench.escape.terminal_text` (no escape sequence, bell or carriage return from a
+    model name, a sweep file's ``name:`` or a calibration's ``device_name`` reaches the terminal);
+    a carriage return that begins a write (a progress bar redrawing its line) stays."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from vitbench.escape import terminal_text
+
+        lead = "\r" if text.startswith("\r") else ""
+        self._stream.write(lead + terminal_text(text[len(lead):]))
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command (``argv``: the arguments, default ``sys.argv[1:]``); its exit code. All it
+    prints passes through :class:`TerminalStream`."""
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = (s if s is None or isinstance(s, TerminalStream) else TerminalStream(s) for s in streams)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: list[str] | None) -> int:
     from vitbench.errors import VitbenchError
 
     try:

@@ -45,9 +45,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from vitbench.api import analyze, resolve_models
+    from vitbench.api import analyze, check_counters, resolve_models
 
-    counters = [c.strip() for c in args.counters.split(",") if c.strip()]
+    counters = check_counters([c.strip() for c in args.counters.split(",") if c.strip()])  # before a py: module is imported
     steps = Steps("analyze", quiet=args.quiet, delay_s=2.0)
     try:
         targets = resolve_models(args.models, overrides_from(args))  # once: the rows and the module tables

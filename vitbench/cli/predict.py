@@ -52,7 +52,9 @@ def register(subparsers) -> None:
                         help="trace again instead of using the trace cache (traces of named models are kept in "
                         "the cache directory's traces/)")
     group = parser.add_argument_group("calibration")
-    group.add_argument("--calibration", metavar="FILE", help="use this calibration file (one that is damaged or from another torch version is refused, with the reason, and the machine calibrated instead)")
+    group.add_argument("--calibration", metavar="FILE", help="use this calibration file (one that is damaged, not a regular file, from another torch version or made at "
+                       "another thread count than --threads is refused with the reason, exit 2; a damaged cached one is "
+                       "recalibrated instead)")
     group.add_argument("--recalibrate", action="store_true", help="calibrate again even if the cache has a calibration")
     cost = parser.add_argument_group("training cost")
     cost.add_argument("--epochs", type=positive_float, metavar="N", help="epochs of training")

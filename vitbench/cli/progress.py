@@ -57,7 +57,9 @@ class Steps:
         self._ticker: threading.Thread | None = None
 
     def _line(self, text: str) -> None:
-        print(f"vitbench: {self.desc}: {text}", file=self.stream, flush=True)
+        from vitbench.escape import terminal_text
+
+        print(f"vitbench: {self.desc}: {terminal_text(text)}", file=self.stream, flush=True)
 
     def __call__(self, done: int, total: int, label: str) -> None:
         self._stop_wait()
@@ -73,7 +75,9 @@ class Steps:
 
                 self._bar = tqdm(total=total, file=self.stream, dynamic_ncols=True, desc=self.desc, leave=False,
                                  delay=self.delay_s)
-            self._bar.set_postfix_str(label[:60], refresh=False)
+            from vitbench.escape import terminal_text
+
+            self._bar.set_postfix_str(terminal_text(label)[:60], refresh=False)
             self._bar.update(done - self._bar.n)
 
     def _line_later(self, text: str) -> None:

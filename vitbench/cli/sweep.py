@@ -143,6 +143,11 @@ def run(args: argparse.Namespace) -> int:
     shard = parse_shard(args.shard)
     check_arguments(launcher=args.launcher, shard=shard, resume=args.resume, retry_failed=args.retry_failed)
     if args.dry_run:
+        from vitbench.store.options import StoreOptions
+        from vitbench.sweeps.run import check_runnable
+
+        check_runnable(plan, StoreOptions(export=_split(args.export) or ["csv"], sync=args.sync,
+                                          sync_interval_s=args.sync_interval))  # what the run would refuse
         return _dry_run(plan, shard)
     progress = Progress(sys.stderr, quiet=args.quiet, desc=plan.name)
     try:

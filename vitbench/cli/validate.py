@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from vitbench.cli.common import add_format_argument, emit, non_negative_float, positive_int
+from vitbench.cli.common import add_format_argument, batch_size_int, emit, non_negative_float
 
 
 def register(subparsers) -> None:
@@ -37,9 +37,9 @@ def _ints(text: str, flag: str) -> list[int]:
     from vitbench.cli import UsageError
 
     try:
-        return [positive_int(t) for t in text.split(",") if t.strip()]
+        return [batch_size_int(t) for t in text.split(",") if t.strip()]
     except argparse.ArgumentTypeError:
-        raise UsageError(f"{flag}={text!r}: expected comma-separated positive integers") from None
+        raise UsageError(f"{flag}={text!r}: expected comma-separated positive integers up to 2,147,483,647") from None
 
 
 def _sizes(text: str) -> list:

@@ -85,7 +85,7 @@ def count_target(
 ) -> CountResult:
     """:func:`count_detailed` of a resolved Target, for checked ``batch_size`` and ``counters``."""
     from vitbench.counters.components import counted_by_group
-    from vitbench.counters.limits import CountingRefused, counting_refusal
+    from vitbench.counters.limits import CountingRefused, counting_refusal, executed_macs_refusal
     from vitbench.counters.run import run_dispatch, run_fvcore
 
     refusal = counting_refusal(target, batch_size, counters)
@@ -102,6 +102,9 @@ def count_target(
             dispatch_by_group=counted_by_group(counted.by_module, target.spec),
         )
         warnings += [note] if note else []
+    executed = executed_macs_refusal(target, batch_size, result.get("dispatch_macs")) if "fvcore" in counters else None
+    if executed:
+        raise CountingRefused(f"{target.label}: refused: {executed}")
     if "fvcore" in counters:
         counted, params, note = run_fvcore(target, batch_size, activations=activations, table_depth=table_depth)
         warnings += [note] if note else []

@@ -62,15 +62,16 @@ def load_results(source: Any, role: str = "results", metrics: Iterable[str] = ()
     as ``macs``, or one of ``metrics``, the columns rules name)."""
     from vitbench.reading import read_results
 
-    records, metadata = read_results(source, role)
+    metrics = set(metrics)
+    wanted = _Wanted(metrics)
+    records, metadata = read_results(source, role, wanted)
     is_file = isinstance(source, (str, os.PathLike))
     where = f"{role} file={str(source)!r}" if is_file else f"{role} records"
     if not records:
         raise InputFileError(f"{where}: no records")
-    columns = {c for r in records for c in r}
+    columns = set(wanted.header) or {c for r in records for c in r}
     if "model" not in columns:
         raise InputFileError(f"{where}: no 'model' column (not a vitbench results file)")
-    metrics = set(metrics)
     if not any(looks_like_metric(c) or c in metrics for c in columns):
         raise InputFileError(
             f"{where}: no metric columns (expected e.g. throughput_img_s, latency_p50_s, "
@@ -80,6 +81,27 @@ def load_results(source: Any, role: str = "results", metrics: Iterable[str] = ()
     if problems:  # a damaged record would drop its configuration from the comparison unseen
         raise InputFileError(f"{where}: {problems[0]}; the gate compares only whole results (repair or rerun them)")
     return records
+
+
+#: the columns of a results CSV the gate reads (besides ``env_*`` and the ruled metrics): the
+#: configuration key, status, warnings, the headline metrics and the per-run timings
+READ_COLUMNS = frozenset({
+    "model", "spec_key", "img_size", "patch_size", "batch_size", "device", "mode", "precision", "status",
+    "warnings", "samples_s", "run_samples_s", "run_medians_s", "vitbench_version", *HEADLINE_METRICS,
+})
+
+
+class _Wanted:
+    """The columns :func:`load_results` reads from a CSV file (``name in wanted``); it notes the
+    header's names as the reader asks, so the file's columns are known without reading them."""
+
+    def __init__(self, metrics: set[str]) -> None:
+        self.metrics = metrics
+        self.header: list[str] = []
+
+    def __contains__(self, name: object) -> bool:
+        self.header.append(str(name))
+        return name in READ_COLUMNS or name in self.metrics or str(name).startswith("env_")
 
 
 # --------------------------------------------------------------------------- one metric

@@ -131,6 +131,10 @@ def profile(
     from vitbench.measure.target import measured
     from vitbench.models.references import resolve_all as resolve_models
 
+    if base.trace_dir is not None:  # before any model is resolved (a py: module imported) and measured
+        from vitbench.results import check_output_dir
+
+        check_output_dir(base.trace_dir, "trace_dir")
     targets = [measured(target) for target in resolve_models(models, spec_overrides, input_size=input_size)]
     records = Records()
     configurations = [(s, t) for s in all_settings for t in targets]

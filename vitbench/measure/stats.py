@@ -156,12 +156,38 @@ def run_shift(
     log_a, log_b = [math.log(x) for x in a], [math.log(x) for x in b]
     shift = statistics.fmean(log_b) - statistics.fmean(log_a)
     d = shift - math.log(margin)
-    if statistics.variance(log_a) == 0 and statistics.variance(log_b) == 0:
+    if len(set(log_a)) == 1 and len(set(log_b)) == 1:  # no run differs from its side's others
         beyond = {"two-sided": d != 0, "greater": d > 0, "less": d < 0}[alternative]
         p = 0.0 if beyond else 1.0
     else:
-        from scipy import stats
-
-        shifted = [x - math.log(margin) for x in log_b]
-        p = float(stats.ttest_ind(shifted, log_a, equal_var=False, alternative=alternative).pvalue)
+        p = _welch_p(log_a, log_b, d, alternative)
     return RunShift(ratio=math.exp(shift), p=p, n_a=len(a), n_b=len(b))
+
+
+def _welch_p(log_a: Sequence[float], log_b: Sequence[float], d: float, alternative: str) -> float:
+    """p of Welch's t-test for a mean difference ``d`` (of ``log_b`` less the margin, minus
+    ``log_a``): t = d / sqrt(v_a / n_a + v_b / n_b), Welch-Satterthwaite degrees of freedom,
+    Student's t distribution (``scipy.special.stdtr``). The value of
+    ``scipy.stats.ttest_ind(equal_var=False)``, without its per-call overhead (2 ms a call made
+    a 10^4-configuration compare take a minute)."""
+    from scipy.special import stdtr
+
+    se_a = _variance(log_a) / len(log_a)
+    se_b = _variance(log_b) / len(log_b)
+    if se_a + se_b == 0:  # a spread too small for a float: as no spread
+        return 0.0 if {"two-sided": d != 0, "greater": d > 0, "less": d < 0}[alternative] else 1.0
+    t = d / math.sqrt(se_a + se_b)
+    spread = se_a**2 / (len(log_a) - 1) + se_b**2 / (len(log_b) - 1)
+    df = (se_a + se_b) ** 2 / spread if spread > 0 else float(min(len(log_a), len(log_b)) - 1)
+    if alternative == "greater":
+        return float(stdtr(df, -t))
+    if alternative == "less":
+        return float(stdtr(df, t))
+    return float(min(1.0, 2 * stdtr(df, -abs(t))))
+
+
+def _variance(values: Sequence[float]) -> float:
+    """Sample variance in floats (``statistics.variance`` is exact, through fractions: 0.5 ms a
+    call, a third of a large compare's time)."""
+    mean = math.fsum(values) / len(values)
+    return math.fsum((x - mean) ** 2 for x in values) / (len(values) - 1)

@@ -136,4 +136,6 @@ def render_markdown(records: Sequence[dict[str, Any]], catalogue: str = "vitbenc
     other = [r for r in records if r["verdict"] in _UNCHECKED]
     if other:
         lines += ["", "## Not checked here", "", *_bullets(other, with_quote=False)]
-    return "\n".join(lines) + "\n"
+    from vitbench.escape import markdown_text
+
+    return markdown_text("\n".join(lines) + "\n")  # a --catalogue file's quotes: no live HTML or link

@@ -105,8 +105,12 @@ def cells(record: dict[str, Any], cols: Sequence[tuple[str, str]]) -> list[str]:
 
 
 def markdown_escape(text: object) -> str:
-    """A markdown table cell: a pipe escaped, a line break a space."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """A markdown table cell: the one markdown escaper, :func:`vitbench.escape.markdown_cell`
+    (pipes, backslashes, backticks and brackets escaped, ``& < >`` as entities, a line break a
+    space, control characters gone): no live HTML or link from a model name."""
+    from vitbench.escape import markdown_cell
+
+    return markdown_cell(text)
 
 
 #: the narrowest a wrapped text column becomes (a word longer than this may be broken)

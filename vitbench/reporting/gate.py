@@ -162,7 +162,11 @@ def render_junit(result: CompareResult) -> str:
         ET.SubElement(properties, "property", name=name, value=value)
     suite.extend(cases)
     ET.indent(suites)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+    from vitbench.escape import terminal_text
+
+    # XML 1.0 allows no control character but tab and line breaks: a model name's ESC would make
+    # the file unreadable to every CI system
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + terminal_text(ET.tostring(suites, encoding="unicode"), keep="\n\t\r") + "\n"
 
 
 def render(result: CompareResult, fmt: str = "table") -> str:
@@ -194,8 +198,10 @@ def render(result: CompareResult, fmt: str = "table") -> str:
         out += ["", f"<sub>Matched on {', '.join(result.key_columns)}. Timing regressions need the "
                 f"threshold exceeded and p < {result.alpha:g} ({TEST_NAME}; at least 2 runs a side, "
                 "else the threshold alone decides).</sub>"]
-    else:
-        out = [body, "", summary]
-        for title, items in notes:
-            out += ["", f"{title}:"] + [f"  {i}" for i in items]
+        from vitbench.escape import markdown_text
+
+        return markdown_text("\n".join(out) + "\n")  # no live HTML or link from a model name
+    out = [body, "", summary]
+    for title, items in notes:
+        out += ["", f"{title}:"] + [f"  {i}" for i in items]
     return "\n".join(out) + "\n"

@@ -57,6 +57,9 @@ def plot_series(one: Any, changes: Sequence[Any], path: Path) -> None:
         ax.set_ylabel(one.metric)
         ax.set_title(f"{one.metric}: {one.configuration}", fontsize=9)
         ax.legend(fontsize=7, loc="best")
+        from vitbench.reporting.plots import plain_texts
+
+        plain_texts(fig)  # a metric or model name is plain text, never mathtext
         fig.tight_layout()
         fig.savefig(path, dpi=110)
     finally:
@@ -112,9 +115,10 @@ def write_report(out: str | Path, rows: Sequence[dict[str, Any]], metrics: Seque
     if len(ranked) > MAX_PLOTS:
         lines += [f"{len(ranked) - MAX_PLOTS} more series without a change are not drawn (changes.csv and the history "
                   "hold their numbers).", ""]
+    from vitbench.escape import markdown_text as safe_markdown
     from vitbench.reporting.html import document
 
-    markdown_text = "\n".join(lines) + "\n"
+    markdown_text = safe_markdown("\n".join(lines) + "\n")  # no live HTML or link from a commit message
     atomic_write_text(out / "report.md", markdown_text)
     atomic_write_text(out / "report.html", document(markdown_text, out, title))
     return {"report": str(out / "report.md"), "html": str(out / "report.html"), "plots": len(plots), "changes": found,

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from vitbench.escape import MARKDOWN_TAGS
+
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; color: #1b1f24; }
 table { border-collapse: collapse; margin: 1rem 0; font-size: 0.9rem; }
@@ -29,11 +31,12 @@ _MIME = {".png": "image/png", ".svg": "image/svg+xml", ".jpg": "image/jpeg", ".j
 
 
 def text(value: object) -> str:
-    """User text for a markdown table cell or line that becomes HTML: the report's markdown
-    escaper (:func:`vitbench.reporting.format.markdown_escape`) over ``&``, ``<``, ``>`` as entities."""
-    from vitbench.reporting.format import markdown_escape
+    """User text for a markdown table cell or line that becomes HTML: the one markdown escaper,
+    :func:`vitbench.escape.markdown_cell` (``<`` and an entity's ``&`` as entities: no tag; brackets,
+    pipes and backslashes escaped: no link; ``javascript:`` inert)."""
+    from vitbench.escape import markdown_cell
 
-    return markdown_escape(html.escape(str(value), quote=False))
+    return markdown_cell(value)
 
 
 #: rows a notebook shows in full; a longer table shows its head and tail around a note
@@ -69,7 +72,7 @@ def table(records: Sequence[dict[str, Any]], columns: Sequence[Any] | None = Non
 
 #: the raw HTML a report's markdown may hold (``<sub>`` notes, line breaks), without attributes;
 #: any other tag, from a model name or a commit message, is shown as text, never run
-_ALLOWED_TAGS = ("sub", "sup", "br", "b", "i", "em", "strong", "code", "kbd", "small", "details", "summary")
+_ALLOWED_TAGS = MARKDOWN_TAGS
 _ALLOWED_HTML = r"(<(?:/?(?:" + "|".join(_ALLOWED_TAGS) + r")\s*/?|!--(?:(?!<!--|-->).)*--)>)"
 #: a linked local table larger than this stays a link rather than a data URI
 MAX_EMBEDDED_LINK_BYTES = 2**20

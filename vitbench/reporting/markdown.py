@@ -47,4 +47,9 @@ class Document:
             self.add("\n".join(f"- {item}" for item in items))
 
     def render(self) -> str:
-        return "\n\n".join(self.blocks) + "\n"
+        """The document, made safe whatever user text its blocks quote
+        (:func:`vitbench.escape.markdown_text`: no raw HTML but ``<sub>`` and the like, no
+        ``javascript:`` link)."""
+        from vitbench.escape import markdown_text
+
+        return markdown_text("\n\n".join(self.blocks) + "\n")

@@ -7,7 +7,8 @@ exact counts, memory is bytes shown in MiB (2^20 bytes), throughput is images pe
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,11 +63,41 @@ def _pyplot():
     return plt
 
 
+def plain_texts(fig) -> None:
+    """Every text of the figure (titles, labels, legends: model names) as plain text: control
+    characters gone (no glyph warnings), a ``$`` a dollar sign, never the start of mathtext a
+    model name such as ``a$\\foo$`` would make fail. Before the first draw: tick labels, which
+    matplotlib writes as mathtext on log axes, are still empty."""
+    from matplotlib.text import Text
+
+    from vitbench.escape import terminal_text
+
+    for text in fig.findobj(Text):
+        value = text.get_text()
+        if value:
+            text.set_text(terminal_text(value).replace("\\$", "$").replace("$", "\\$"))
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """Drawing without matplotlib's warnings on stderr: a glyph no font has (a model name's
+    character is drawn as a box), a log axis of no positive value, a layout that does not fit
+    are the figure's business, never a stray line in the command's output."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
 def _save(fig, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None}, bbox_inches="tight")  # legends beside the axes included
+    plain_texts(fig)
+    with quiet():
+        fig.tight_layout()
+        fig.savefig(path, dpi=110, metadata={"Software": None}, bbox_inches="tight")  # legends beside the axes included
     _pyplot().close(fig)
     return path
 

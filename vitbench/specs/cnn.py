@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from vitbench.errors import SpecError
 from vitbench.specs.common import boolean, choice, image_size, int_tuple, positive
+from vitbench.specs.limits import MAX_WALKED_BLOCKS
 
 RESNET_BLOCKS = ("basic", "bottleneck")
 RESNET_STEMS = ("imagenet", "cifar")
@@ -47,6 +48,9 @@ class ResNetSpec:
             raise SpecError(
                 "widths", self.widths, f"needs one width per stage ({len(self.layers)} stages)"
             )
+        if sum(self.layers) > MAX_WALKED_BLOCKS:
+            raise SpecError("layers", self.layers, f"has {sum(self.layers):,} blocks; the ResNet formulas walk every block, "
+                                                   f"at most {MAX_WALKED_BLOCKS:,}")
 
     @property
     def expansion(self) -> int:

@@ -8,18 +8,30 @@ from typing import Any
 
 from vitbench.errors import SpecError
 
+#: no size, count or ratio of a spec is above this (10^15): the formulas take any size, but
+#: larger ones give numbers no float, no JSON reader and no table holds (MACs of thousands of
+#: digits), and no machine builds them
+MAX_FIELD = 10**15
+
+
+def _at_most(name: str, value: Any) -> None:
+    if value > MAX_FIELD:
+        raise SpecError(name, value, f"is more than {MAX_FIELD:.0e}: no model is that large")
+
 
 def positive(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise SpecError(name, value, "must be an integer")
     if value <= 0:
         raise SpecError(name, value, "must be a positive integer")
+    _at_most(name, value)
 
 
 def non_negative(name: str, value: Any) -> None:
     """A count that may be zero (classes: 0 = no head; register tokens)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise SpecError(name, value, "must be a non-negative integer")
+    _at_most(name, value)
 
 
 def choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
@@ -37,6 +49,7 @@ def positive_number(name: str, value: Any) -> None:
     finite_number(name, value)
     if value <= 0:
         raise SpecError(name, value, "must be a positive number")
+    _at_most(name, value)
 
 
 def probability(name: str, value: Any) -> None:
@@ -61,6 +74,7 @@ def image_size(value: Any) -> tuple[int, int]:
     for v in value:
         if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
             raise SpecError("img_size", value, "must be positive integers")
+        _at_most("img_size", v)
     return value  # type: ignore[return-value]
 
 

@@ -16,6 +16,9 @@ from typing import Any
 MAX_TRACED_BLOCKS = 2000
 #: blocks the memory replay (``plan``) steps through at most: a few seconds
 MAX_REPLAYED_BLOCKS = 10_000
+#: blocks of a ResNet at most: its formulas walk every block (100,000 take about 5 s; 10^8 hung
+#: `analyze`), where a ViT's, a Swin's and a ConvNeXt's are closed forms of the depth
+MAX_WALKED_BLOCKS = 100_000
 
 
 def blocks(spec: Any) -> int | None:
@@ -39,4 +42,4 @@ def too_many_blocks(spec: Any, limit: int, what: str) -> str | None:
     return f"{what} would step through all {count:,} blocks; it takes at most {limit:,} (the analytic figures stand)"
 
 
-__all__ = ["MAX_REPLAYED_BLOCKS", "MAX_TRACED_BLOCKS", "blocks", "too_many_blocks"]
+__all__ = ["MAX_REPLAYED_BLOCKS", "MAX_TRACED_BLOCKS", "MAX_WALKED_BLOCKS", "blocks", "too_many_blocks"]

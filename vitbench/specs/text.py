@@ -36,6 +36,9 @@ def parse_bool(name: str, text: str) -> bool:
     raise SpecError(name, text, "must be true or false")
 
 
+_HUGE = re.compile(r"(?<![\d.])\d{31,}")
+
+
 def parse_image_size(text: str) -> int | tuple[int, int]:
     """'224' -> 224; '224x320' -> (224, 320) (height x width). Anything else is an error: a list
     of sizes ('224,384') is a list of values, split by the caller, never one size."""
@@ -67,6 +70,8 @@ def parse_field_value(spec_type: type, name: str, value: Any) -> Any:
     if not isinstance(value, str):
         return value
     text = value.strip()
+    if _HUGE.search(text):  # int() refuses over 4,300 digits; no field is near 30 (specs cap them at 10^15)
+        raise SpecError(name, text, "has a number of more than 30 digits: no model is that large")
     annotation = str(known[name].type)
     if name == "img_size":
         return parse_image_size(text)

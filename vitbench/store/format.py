@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from vitbench.input_files import loads_bounded
+
 CRC_KEY = "_crc32"
 _TAIL = len(f',"{CRC_KEY}":"') + 8 + 2  # ,"_crc32":"xxxxxxxx"}
 
@@ -50,7 +52,7 @@ def decode_record(line: bytes) -> dict[str, Any] | None:
     try:
         if zlib.crc32(body) != int(line[-10:-2], 16):
             return None
-        row = json.loads(body)
+        row = loads_bounded(body)  # integers of at most 1,000 digits, no NaN or infinity
     except (ValueError, RecursionError):  # RecursionError: a CRC-valid body nested too deeply to parse
         return None
     return row if isinstance(row, dict) else None
@@ -59,16 +61,37 @@ def decode_record(line: bytes) -> dict[str, Any] | None:
 def scan(path: Path, decode: Any = None) -> Iterator[tuple[int, int, bytes, dict[str, Any] | None]]:
     """(line number, byte offset, raw line, row or None if damaged) for every line but blank
     ones (an empty line, or only whitespace: nothing was lost there, so it is no damaged
-    record); a last line without its newline (a torn write) is yielded as damaged."""
+    record); a last line without its newline (a torn write) is yielded as damaged, and so is a
+    line over :data:`~vitbench.input_files.MAX_ROW_LINE_BYTES` (its first bytes as the raw line).
+    The file passes the one gate first (:func:`~vitbench.input_files.open_input`): a FIFO, a
+    device or a folder is refused (StoreError) without blocking and without reading forever."""
+    from vitbench.input_files import MAX_ROW_LINE_BYTES, open_input
+    from vitbench.store.layout import StoreError
+
     decode = decode or decode_record
     offset = 0
-    with open(path, "rb") as handle:
-        for number, line in enumerate(handle, 1):
-            complete = line.endswith(b"\n")
-            body = line[:-1] if complete else line
-            if body.strip():
-                yield number, offset, line, decode(body) if complete else None
-            offset += len(line)
+    with open_input(path, f"file={str(path)!r}", StoreError) as handle:
+        for number, line in enumerate(iter(lambda: handle.readline(MAX_ROW_LINE_BYTES + 1), b""), 1):
+            length = len(line)
+            if length > MAX_ROW_LINE_BYTES and not line.endswith(b"\n"):  # overlong: damaged, skipped whole
+                length += _skip_line(handle)
+                yield number, offset, line, None
+            else:
+                complete = line.endswith(b"\n")
+                body = line[:-1] if complete else line
+                if body.strip():
+                    yield number, offset, line, decode(body) if complete else None
+            offset += length
+
+
+def _skip_line(handle: Any) -> int:
+    """Read on to the end of the line (its newline included); the bytes read."""
+    skipped = 0
+    while True:
+        chunk = handle.readline(1 << 20)
+        skipped += len(chunk)
+        if not chunk or chunk.endswith(b"\n"):
+            return skipped
 
 
 __all__ = ["CRC_KEY", "decode_record", "encode_record", "scan"]

@@ -4,12 +4,12 @@ stream of one row at a time for exports of any size, and the ids it holds."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from vitbench.input_files import MAX_ROW_LINE_BYTES, open_input
 from vitbench.results import Records
 from vitbench.store.format import CRC_KEY, decode_record, scan
 from vitbench.store.layout import (
@@ -24,15 +24,17 @@ from vitbench.store.layout import (
 
 def read_definition(directory: Path) -> dict[str, Any]:
     """The store's sweep.json, its schema version and member types checked; {} when there is none."""
+    from vitbench.input_files import MAX_DEFINITION_BYTES, load_json, read_input_bytes
+
     path = directory / DEFINITION_NAME
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
         return {}
-    except OSError as exc:  # a folder or file that may not be read
-        raise StoreError(f"file={str(path)!r}: cannot be read ({exc.strerror or exc.__class__.__name__})") from None
-    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deeply to parse
-        raise StoreError(f"file={str(path)!r}: not a readable store definition ({exc.__class__.__name__})") from None
+    except (OSError, ValueError):
+        pass  # the gate says why it cannot be read
+    where = f"file={str(path)!r}"  # the one gate: a FIFO or device refused, the size capped, the numbers bounded
+    data = load_json(read_input_bytes(path, where, max_bytes=MAX_DEFINITION_BYTES, error=StoreError), where, error=StoreError)
     if not isinstance(data, dict):
         raise StoreError(f"file={str(path)!r}: not a store definition (top level is not an object)")
     _check_version(path, data.get("schema_version", SCHEMA_VERSION))
@@ -41,7 +43,25 @@ def read_definition(directory: Path) -> dict[str, Any]:
     if not all(isinstance(f, str) for f in fingerprints):
         raise StoreError(f"file={str(path)!r}: fingerprints={_short(fingerprints)}: must be a list of strings")
     _check_types(path, data.get("sweep") or {}, SWEEP_TYPES, "sweep.")
+    _check_counts(path, data.get("sweep") or {})
     return data
+
+
+#: the most configurations and shards a store's definition may claim (a larger claim is a
+#: damaged or forged sweep.json: merge and report would count to it)
+MAX_GRID_SIZE = 10**12
+MAX_SHARDS = 1_000_000
+
+
+def _check_counts(path: Path, sweep: dict[str, Any]) -> None:
+    """The grid's size and the shard within bounds (absent or null is allowed)."""
+    size, index, count = sweep.get("grid_size"), sweep.get("shard_index"), sweep.get("shard_count")
+    if size is not None and not 0 <= size <= MAX_GRID_SIZE:
+        raise StoreError(f"file={str(path)!r}: sweep.grid_size={_short(size)}: must be from 0 to {MAX_GRID_SIZE:,}")
+    if count is not None and not 1 <= count <= MAX_SHARDS:
+        raise StoreError(f"file={str(path)!r}: sweep.shard_count={_short(count)}: must be from 1 to {MAX_SHARDS:,}")
+    if index is not None and not 1 <= index <= (count or MAX_SHARDS):
+        raise StoreError(f"file={str(path)!r}: sweep.shard_index={_short(index)}: must be from 1 to the shard count")
 
 
 def _check_version(path: Path, version: Any) -> None:
@@ -149,10 +169,10 @@ def stream_latest(path: Path, *, single_definition: bool = True) -> tuple[list[s
             last[key] = (grid_order(row), offset)
         offsets = [offset for _, offset in sorted(last.values())]
         del last
-        with open(path, "rb") as handle:
+        with open_input(path, f"file={str(path)!r}", StoreError) as handle:
             for offset in offsets:
                 handle.seek(offset)
-                row = decode_record(handle.readline()[:-1])
+                row = decode_record(handle.readline(MAX_ROW_LINE_BYTES + 1)[:-1])
                 if row is not None:
                     row.pop(CRC_KEY, None)
                     yield {c: row.get(c) for c in names}
@@ -225,10 +245,11 @@ def _read_legacy(path: Path) -> tuple[Records, dict[str, Any]]:
     records = read_csv_records(path / CSV_NAME)
     sidecar: dict[str, Any] = {}
     if (path / LEGACY_SIDECAR).exists():
-        try:
-            sidecar = json.loads((path / LEGACY_SIDECAR).read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError) as exc:
-            raise StoreError(f"file={str(path / LEGACY_SIDECAR)!r}: not a readable results JSON ({exc.__class__.__name__})") from None
+        from vitbench.input_files import MAX_RESULTS_BYTES, load_json, read_input_bytes
+
+        where = f"file={str(path / LEGACY_SIDECAR)!r}"
+        sidecar = load_json(read_input_bytes(path / LEGACY_SIDECAR, where, max_bytes=MAX_RESULTS_BYTES, error=StoreError),
+                            where, max_depth=None, allow_nan=True, error=StoreError)
         if not isinstance(sidecar, dict):
             raise StoreError(f"file={str(path / LEGACY_SIDECAR)!r}: not a results JSON (top level is not an object)")
         version = sidecar.get("schema_version", 1)

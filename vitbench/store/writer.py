@@ -207,7 +207,7 @@ class Store:
         """The records already stored: each valid one's status goes to :attr:`statuses`; returns
         how many lines there are and the damaged ones (line number, raw line)."""
         lines, damaged = 0, []
-        if self.rows_path.is_file():
+        if os.path.lexists(self.rows_path):  # scan refuses a FIFO or a device (appending to one would block)
             for number, _, raw, row in scan(self.rows_path, self.decode):
                 lines += 1
                 if row is None or "id" not in row:
@@ -285,7 +285,9 @@ class Store:
     def _open_rows(self) -> None:
         created = not self.rows_path.exists()
         try:
-            self._fd = os.open(self.rows_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | NOFOLLOW, FILE_MODE)
+            # O_NONBLOCK: a FIFO put there since it was read fails at once (ENXIO) instead of waiting for a reader
+            self._fd = os.open(self.rows_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | NOFOLLOW | getattr(os, "O_NONBLOCK", 0),
+                               FILE_MODE)
             self._size = os.fstat(self._fd).st_size
         except OSError as exc:
             if exc.errno == errno.ELOOP:

@@ -10,6 +10,7 @@ holds are reported (``shards missing from the merge: 2/3``), whatever the shards
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -102,9 +103,13 @@ def coverage(rows: Sequence[dict[str, Any]], infos: Sequence[tuple[str, dict[str
     counts = {m.get("shard_count") for m in metas}
     if len(counts) == 1 and None not in counts:
         count = int(next(iter(counts)))
-        absent = [i for i in range(1, count + 1) if not any((j % count) == i - 1 for j in present)]
+        held = {j % count for j in present}  # the shards (0-based) that hold a row: one pass, not one per shard
+        # the first 20 absent shards lie within the first len(held) + 20: never a loop over a
+        # claimed shard count or grid size (a sweep.json may claim 10^12)
+        absent = list(itertools.islice((i for i in range(1, count + 1) if i - 1 not in held), 20))
         if absent:
-            shards = ", ".join(f"{i}/{count}" for i in absent)
+            more = count - len(held) - len(absent)
+            shards = ", ".join(f"{i}/{count}" for i in absent) + (f" and {more:,} more" if more > 0 else "")
             return missing, [f"shards missing from the merge: {shards} ({missing} of {size} configurations absent)"]
     return missing, [f"{missing} of {size} configurations of the grid are in none of the sources"]
 

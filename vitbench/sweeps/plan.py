@@ -147,7 +147,9 @@ def _freeze(value: Any) -> Any:
 def load_sweep_file(path: str | os.PathLike) -> SweepPlan:
     """Read and validate a ``.yaml``/``.yml``/``.toml`` sweep file."""
     path = Path(path)
-    text = read_input_text(path, f"sweep file={str(path)!r}", SweepFileError)
+    from vitbench.input_files import MAX_SWEEP_FILE_BYTES
+
+    text = read_input_text(path, f"sweep file={str(path)!r}", SweepFileError, max_bytes=MAX_SWEEP_FILE_BYTES)
     return validate(parse_text(text, path), default_name=path.stem, label=str(path), source=str(path))
 
 
@@ -175,11 +177,21 @@ def _list_depth(name: str) -> int | None:
 
 
 def _nesting(value: Any) -> int:
+    """How deep ``value`` nests lists; a list of text (the command line's ``--layers
+    '2,2,2,2;3,4,6,3'`` gives ['2,2,2,2', '3,4,6,3']) nests one level less: each text is a
+    whole value, so the list holds alternatives."""
     depth = 0
     while isinstance(value, (list, tuple)) and value:
         depth += 1
         value = value[0]
-    return depth
+    return depth - 1 if isinstance(value, str) and depth else depth
+
+
+def _is_plain_value(value: Any) -> bool:
+    """Text, a number, true/false, none, or a list of them (a TOML date is none of these)."""
+    if isinstance(value, (list, tuple)):
+        return all(_is_plain_value(v) for v in value)
+    return value is None or isinstance(value, (str, int, float, bool))
 
 
 def _grid(check: Checker, key: str, value: Any) -> dict[str, tuple[Any, ...]]:
@@ -205,7 +217,7 @@ def _grid(check: Checker, key: str, value: Any) -> dict[str, tuple[Any, ...]]:
         if not alternatives:
             raise check.fail(where, values, "must not be empty")
         for alt in alternatives:
-            if isinstance(alt, Mapping) or alt is None and name not in ("mlp_hidden_dim", "pos_embed_len"):
+            if isinstance(alt, Mapping) or alt is None and name not in ("mlp_hidden_dim", "pos_embed_len") or not _is_plain_value(alt):
                 raise check.fail(where, alt, "is not a valid value")
             if single_depth == 0 and isinstance(alt, (list, tuple)) and name != "img_size":
                 raise check.fail(where, alt, "must be a scalar (give alternatives as a flat list)")
@@ -216,8 +228,8 @@ def _grid(check: Checker, key: str, value: Any) -> dict[str, tuple[Any, ...]]:
 def model_kinds(check: Checker, key: str, models: Sequence[str], first: Mapping[str, Any]) -> dict[ModelRef, type | None]:
     """Each model parsed once (:class:`ModelRef`, the value the grid carries) -> its preset's
     spec type, None for a reference, through the one model resolution
-    (:mod:`vitbench.models.references`). A reference is checked without being built or its
-    ``py:`` factory called (unknown names, downloads); only a timm model, whose arguments only
+    (:mod:`vitbench.models.references`). A reference is checked without being built, its
+    ``py:`` module imported or its factory called (unknown names, downloads); only a timm model, whose arguments only
     its class shows, is instantiated on the meta device, with the first value of each grid
     field (a factory may need --img-size to have an input size)."""
     from vitbench.models.references import overrides_taken, resolve
@@ -228,6 +240,12 @@ def model_kinds(check: Checker, key: str, models: Sequence[str], first: Mapping[
             ref = ModelRef.parse(model)
             if ref.is_preset:
                 out[ref] = type(resolve(ref).spec)
+                continue
+            if ref.source == "py":  # checked from its text: its module is imported when the sweep runs
+                from vitbench.models.sources.py_factory import check_reference
+
+                check_reference(ref.reference, ref.name, ref.typed_args())
+                out[ref] = None
                 continue
             try:
                 overrides_taken(ref, first)

@@ -21,6 +21,8 @@ import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+from vitbench.escape import terminal_text
+
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -57,7 +59,7 @@ class Progress:
     """``on_start(todo, skipped)`` / ``on_row(row)`` callbacks for :func:`vitbench.sweep`."""
 
     def __init__(self, stream: TextIO, *, quiet: bool = False, desc: str = "sweep", bar: bool | None = None):
-        self.stream, self.quiet, self.desc = stream, quiet, desc
+        self.stream, self.quiet, self.desc = stream, quiet, terminal_text(desc)  # a sweep file's name, printed
         if bar is None:
             bar = not quiet and not in_ci() and getattr(stream, "isatty", lambda: False)()
         self.use_bar = bar
@@ -80,14 +82,14 @@ class Progress:
     def on_row(self, row: dict[str, Any]) -> None:
         self.done += 1
         if self._bar is not None:
-            self._bar.set_postfix_str(describe(row)[:60], refresh=False)
+            self._bar.set_postfix_str(terminal_text(describe(row))[:60], refresh=False)
             self._bar.update(1)
         elif self.log_rows:
             status = row.get("status")
-            extra = f": {row.get('error')}" if status != "ok" and row.get("error") else ""
+            extra = f": {terminal_text(str(row.get('error')))}" if status != "ok" and row.get("error") else ""
             left = eta_s(time.monotonic() - (self._started or time.monotonic()), self.done, self.todo)
             eta = f" (eta {_clock(left)})" if left is not None and self.done < self.todo else ""
-            print(f"[{self.done}/{self.todo}] {describe(row)}: {status}{extra}{eta}", file=self.stream, flush=True)
+            print(f"[{self.done}/{self.todo}] {terminal_text(describe(row))}: {status}{extra}{eta}", file=self.stream, flush=True)
 
     def close(self) -> None:
         if self._bar is not None:

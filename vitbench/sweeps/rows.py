@@ -150,9 +150,10 @@ def check_measured(plan: SweepPlan) -> list[str]:
     return sorted(devices)
 
 
-def prepare_predict(plan: SweepPlan, on_calibrate: Any = None) -> None:
+def prepare_predict(plan: SweepPlan, on_calibrate: Any = None, calibrate: bool = True) -> None:
     """Before any row runs: check the predict stage's devices, and calibrate those that have no
-    calibration yet (saved in the cache, where the rows then find it)."""
+    calibration yet (saved in the cache, where the rows then find it). ``calibrate=False``: the
+    checks alone (a GPU's pricing is looked up, the CPU is not calibrated)."""
     from vitbench.timemodel.run import predict_device, resolve_calibration
 
     for study in plan.studies:
@@ -163,7 +164,8 @@ def prepare_predict(plan: SweepPlan, on_calibrate: Any = None) -> None:
                 from vitbench.errors import SpecError
 
                 raise SpecError("precision", "fp16", "fp16 autocast needs a GPU; use bf16 or fp32 on the CPU")
-            resolve_calibration(device, study.measure.threads, precisions, on_calibrate=on_calibrate)
+            if calibrate or device != "cpu":
+                resolve_calibration(device, study.measure.threads, precisions, on_calibrate=on_calibrate)
 
 
 def estimate_seconds(plan: SweepPlan, rows: int) -> tuple[float, float]:

@@ -137,21 +137,60 @@ def preview(plan: SweepPlan, shard: tuple[int, int] | None = None, limit: int = 
     on the meta device to learn which grid fields its class takes (library code, no memory)."""
     from itertools import islice
 
+    from vitbench.models.sources.py_contract import imports_refused
     from vitbench.sweeps.grid import is_reference
     from vitbench.sweeps.rows import estimate_seconds
 
-    check_valid(plan, build=False)
-    counted = tally(plan, shard)
-    references = tuple(dict.fromkeys(ref.text for study in plan.studies for ref in study.refs if is_reference(ref)))
-    rows = [
-        {
-            "index": c.index, "id": c.id, "study": c.study, "model": c.model, "overrides": c.overrides_text,
-            "batch_size": c.batch_size, "mode": c.mode or "", "precision": c.precision or "",
-            "stages": "+".join(c.stages), "invalid": "" if c.model in references else c.invalid or "",
-        }
-        for c in islice(iter_configs(plan, shard), limit if counted.selected <= limit else head)
-    ]
+    with imports_refused():  # a dry run imports no py: module (its ids come from the factory's source)
+        check_valid(plan, build=False)
+        counted = tally(plan, shard)
+        references = tuple(dict.fromkeys(ref.text for study in plan.studies for ref in study.refs if is_reference(ref)))
+        rows = [
+            {
+                "index": c.index, "id": c.id, "study": c.study, "model": c.model, "overrides": c.overrides_text,
+                "batch_size": c.batch_size, "mode": c.mode or "", "precision": c.precision or "",
+                "stages": "+".join(c.stages), "invalid": "" if c.model in references else c.invalid or "",
+            }
+            for c in islice(iter_configs(plan, shard), limit if counted.selected <= limit else head)
+        ]
     return Preview(rows, counted, estimate_seconds(plan, counted.selected)[0], references)
+
+
+def check_runnable(plan: SweepPlan, options: StoreOptions) -> list[str]:
+    """What a run refuses besides the plan and the store's path, checked alike by a dry run:
+    the export formats and fsync policy, the measured stage's settings on this machine (no
+    CUDA, fp16 on the CPU) and the predict stage's devices. Imports no ``py:`` module; returns
+    the devices measured on."""
+    from vitbench.sweeps.rows import check_measured, prepare_predict
+
+    options.check()
+    devices = check_measured(plan)
+    prepare_predict(plan, calibrate=False)
+    return devices
+
+
+def check_store_path(directory: Path, options: StoreOptions) -> None:
+    """Refuse, as :meth:`Store.open <vitbench.store.writer.Store.open>` would, a store path that
+    cannot be made or written (a file, a folder of /proc) or a store holding rows neither
+    resumed nor forced, before any model is resolved. Leaves nothing behind."""
+    import tempfile
+
+    from vitbench.results import check_output_dir
+    from vitbench.store.layout import ROWS_NAME, StoreError
+
+    check_output_dir(directory, "out")
+    nearest = directory
+    while not nearest.exists() and nearest != nearest.parent:
+        nearest = nearest.parent
+    try:  # the write a new store starts with, tried in the nearest folder that exists
+        os.rmdir(tempfile.mkdtemp(prefix=".vitbench-probe-", dir=nearest))
+    except OSError as exc:
+        raise StoreError(f"out={str(directory)!r}: cannot create a folder in {str(nearest)!r} "
+                         f"({exc.strerror or type(exc).__name__}); nothing was run") from None
+    rows = directory / ROWS_NAME
+    if not (options.resume or options.force) and rows.is_file() and rows.stat().st_size > 0:
+        raise StoreError(f"out={str(directory)!r}: already holds result rows; "
+                         "pass --resume to continue that sweep or --force to start over")
 
 
 def execute(
@@ -172,19 +211,17 @@ def execute(
     :class:`StoreOptions`: a new store, CSV export, group commit). ``compute`` turns
     configurations into rows (default :func:`run_local`; the GPU pool is another); the store is
     written here, by this process alone."""
-    from vitbench.results import check_output_dir
     from vitbench.store.export import export_store
     from vitbench.store.reader import stored_id_digits, stored_ids
     from vitbench.sweeps.grid import ID_DIGITS
-    from vitbench.sweeps.rows import check_measured, prepare_predict
+    from vitbench.sweeps.rows import prepare_predict
 
     options = options or StoreOptions()
-    options.check()
+    devices = check_runnable(plan, options)
+    check_store_path(directory, options)  # before a py: module is imported (Store.open checks it again)
     check_valid(plan)
-    devices = check_measured(plan)
     size = tally(plan, shard)
     confirm_size(plan, size.selected, yes)
-    check_output_dir(directory, "out")  # before a calibration runs (Store.open checks it again for direct callers)
     prepare_predict(plan, on_calibrate)
     digits = ID_DIGITS if options.force else (stored_id_digits(directory) or ID_DIGITS)
     with options.open(directory, {**sweep_meta(plan, size.grid, shard, devices), "id_hex_digits": digits}) as store:
@@ -288,4 +325,7 @@ def environment(measured_devices: Sequence[str] = ()) -> dict[str, Any]:
     return env
 
 
-__all__ = ["CONFIRM_ABOVE", "LargeGridError", "Preview", "SweepInterrupted", "SweepResult", "execute", "preview", "resolve_plan", "sweep_meta"]
+__all__ = [
+    "CONFIRM_ABOVE", "LargeGridError", "Preview", "SweepInterrupted", "SweepResult", "check_runnable", "check_store_path",
+    "execute", "preview", "resolve_plan", "sweep_meta",
+]

@@ -73,10 +73,9 @@ class GpuCalibration:
 
     @classmethod
     def from_json(cls, text: str) -> GpuCalibration:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CalibrationError(f"not JSON ({exc.msg} at line {exc.lineno})") from None
+        from vitbench.input_files import load_json
+
+        data = load_json(text, "damaged", error=CalibrationError)  # bounded numbers and nesting, no NaN or infinity
         if not isinstance(data, dict) or data.get("kind") != KIND:
             raise NotAGpuCalibration("not a GPU calibration (vitbench calibrate --device cuda makes one)")
         if data.get("format") != FORMAT:
@@ -90,6 +89,7 @@ class GpuCalibration:
             low, high = BOUNDS[name]
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not low <= value <= high:
                 raise CalibrationError(f"params.{name}={value!r} is outside its bounds [{low:g}, {high:g}]")
+        _check_members(data)
         known = {f for f in cls.__dataclass_fields__}
         try:
             return cls(**{k: v for k, v in data.items() if k in known})
@@ -111,6 +111,22 @@ class GpuCalibration:
                           calibrated_on=self.device_name)
 
 
+def _check_members(data: dict[str, Any]) -> None:
+    """The members beside the parameters have their types: a tampered file is refused in one
+    line, never priced (text where text is, a list of observations, finite numbers or null)."""
+    from vitbench.errors import shown
+
+    for name in ("device", "device_name", "torch", "vitbench", "start_from"):
+        if name in data and not isinstance(data[name], str):
+            raise CalibrationError(f"{name}={shown(data[name], 60)}: must be text")
+    if not isinstance(data.get("observations", []), list):
+        raise CalibrationError(f"observations={shown(data['observations'], 60)}: must be a list")
+    for name in ("fit_error_median", "fit_error_p90", "start_error_median", "created", "seconds"):
+        value = data.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e300):
+            raise CalibrationError(f"{name}={shown(value, 60)}: must be a non-negative number")
+
+
 def cache_path(device_name: str, torch_version: str) -> Path:
     return cache_dir() / f"cuda-{file_safe(device_name)}-torch{torch_version.split('+')[0]}.json"
 
@@ -125,10 +141,10 @@ def save(calibration: GpuCalibration, path: str | os.PathLike | None = None) -> 
 
 
 def load(path: str | os.PathLike) -> GpuCalibration:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CalibrationError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    from vitbench.input_files import MAX_CALIBRATION_BYTES, read_input_text
+
+    # the one gate: a FIFO or device refused without blocking, the size capped, UTF-8, not empty
+    text = read_input_text(path, f"cannot read {path}", max_bytes=MAX_CALIBRATION_BYTES, error=CalibrationError)
     return GpuCalibration.from_json(text)
 
 

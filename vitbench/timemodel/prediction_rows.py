@@ -4,8 +4,11 @@ warning when the trace misses work, and the index of measured rows (``--measured
 
 from __future__ import annotations
 
+import math
+import os
 from typing import Any
 
+from vitbench.errors import InputFileError, shown
 from vitbench.row_warnings import warning
 
 
@@ -79,15 +82,38 @@ def trace_warnings(row: dict[str, Any], prediction: Any, mode: str) -> list[dict
 
 
 def measured_index(measured: Any) -> dict[tuple[str, str, str, int, str], float]:
-    """(model, overrides, mode, batch_size, precision) -> latency_p50_s of measured rows (ok ones only)."""
+    """(model, overrides, mode, batch_size, precision) -> latency_p50_s of measured rows (ok ones
+    only). A row that would be matched on a value that is no batch size (``x``, a list, 1.5,
+    true, missing) or priced from a latency that is no time (text, true, infinity, under a
+    nanosecond) is refused in one line naming the row, the column and the value, never skipped
+    or matched to batch 1; so are two rows of one key (as ``report`` refuses them)."""
     from vitbench.reading import read_results
 
     rows, _ = read_results(measured, "measured")
-    out = {}
-    for row in rows:
+    where = f"measured file={str(measured)!r}" if isinstance(measured, (str, os.PathLike)) else "measured records"
+    out: dict[tuple[str, str, str, int, str], float] = {}
+    first: dict[tuple[str, str, str, int, str], int] = {}
+    for number, row in enumerate(rows, 1):
         latency = row.get("latency_p50_s")
-        if row.get("status", "ok") == "ok" and isinstance(latency, (int, float)) and latency > 0:
-            key = (str(row.get("model")), str(row.get("overrides") or ""), str(row.get("mode", "infer")),
-                   int(row.get("batch_size") or 1), str(row.get("precision") or "fp32"))
-            out[key] = float(latency)
+        if row.get("status", "ok") != "ok" or latency is None:
+            continue
+        if isinstance(latency, bool) or not isinstance(latency, (int, float)) or not MIN_LATENCY_S <= latency < math.inf:
+            raise InputFileError(f"{where}: row {number}: latency_p50_s={shown(latency, 60)}: must be a time in seconds "
+                                 f"from {MIN_LATENCY_S:g} (a finite number)")
+        batch = row.get("batch_size")
+        if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_MEASURED_BATCH:
+            raise InputFileError(f"{where}: row {number}: batch_size={shown(batch, 60)}: must be a whole number from 1 "
+                                 f"to {MAX_MEASURED_BATCH:,}")
+        key = (str(row.get("model")), str(row.get("overrides") or ""), str(row.get("mode", "infer")),
+               batch, str(row.get("precision") or "fp32"))
+        if key in out:  # two times for one step: which one to price against would be a guess
+            raise InputFileError(f"{where}: rows {first[key]} and {number} both measure model={shown(key[0], 60)} at "
+                                 f"batch_size={batch} ({key[2]} {key[4]}); keep one of them")
+        out[key], first[key] = float(latency), number
     return out
+
+
+#: the shortest step a measured row may claim (a nanosecond: 1e-320 s is a damaged cell) and the
+#: largest batch it may name
+MIN_LATENCY_S = 1e-9
+MAX_MEASURED_BATCH = 10**9

@@ -132,6 +132,7 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
     precisions = tuple(precisions)
     warnings: list[dict[str, str]] = []
     if isinstance(calibration, Calibration):
+        _check_given(calibration, device, threads, "a CPU calibration")
         return calibration, warnings
     if device != "cpu":
         return _gpu_pricing(device, calibration)
@@ -144,11 +145,12 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
         try:
             found = load(calibration, torch.__version__)
             _check_dtypes(found, needed)
-            return found, warnings
         except CalibrationError as exc:
             _refuse_a_gpu_calibration(calibration)
             raise CalibrationError(f"--calibration={str(calibration)!r}: refused ({exc}); run `vitbench calibrate` "
                                    "or leave --calibration out to use (or make) this machine's") from None
+        _check_given(found, device, threads, str(calibration))
+        return found, warnings
     threads = threads or default_threads()
     from vitbench.measure.env import cpu_model
 
@@ -174,6 +176,21 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
         warnings.append(warning("calibration-not-saved", f"calibration not saved to {path}: {reason}",
                                 "it is made again on the next prediction; make the cache folder writable"))
     return made, warnings
+
+
+def _check_given(found: Calibration, device: str, threads: int | None, name: str) -> None:
+    """A calibration given (a file or a record) prices only what it was made for: a CPU
+    calibration never a GPU's rows (they would carry the GPU's name and the CPU's prices), and
+    one made at N threads never a prediction asked at another count (``threads`` None: the
+    calibration's own count)."""
+    if device != "cpu":
+        raise SpecError("calibration", name, f"is a CPU calibration (made on {found.device_name or found.device}); "
+                                             f"--device {device} is priced by the GPU model: leave --calibration out, or "
+                                             "give a GPU calibration (`vitbench calibrate --device cuda`)")
+    if threads is not None and found.basis == "calibration" and found.threads != threads:
+        raise SpecError("threads", threads, f"but the calibration {name} was made at threads={found.threads}; give "
+                                            f"--threads {found.threads}, or leave --calibration out to use (or make) one "
+                                            f"at {threads}")
 
 
 def _refuse_a_gpu_calibration(path: Any) -> None:
@@ -264,12 +281,14 @@ def _as_list(name: str, value: Any, choices: tuple[str, ...] | None = None) -> l
     return values
 
 
-def _positive_or_none(name: str, value: Any, integer: bool = False) -> None:
+def _positive_or_none(name: str, value: Any, most: float, integer: bool = False) -> None:
     if value is None:
         return
     kind = int if integer else (int, float)
     if isinstance(value, bool) or not isinstance(value, kind) or not value > 0 or value != value or value == float("inf"):
         raise SpecError(name, value, "must be a positive " + ("integer" if integer else "number"))
+    if value > most:  # 10^400 images, 1e308 epochs: costs no float holds
+        raise SpecError(name, value, f"must be at most {most:,.0f}")
 
 
 def _check_precisions(devices: list[str], precisions: list[str]) -> None:
@@ -372,9 +391,9 @@ def predict(
 
     if isinstance(models, (str, os.PathLike)) or not isinstance(models, Iterable) or is_module(models):
         models = [models]
-    targets = resolve_models(models, {**(overrides or {}), **field_overrides}, input_size=input_size)
-    pricing = {each: resolve_calibration(each, threads, [p for p in precisions if p in PRECISION_DTYPES], calibration,
-                                         recalibrate, on_calibrate) for each in devices}
+    targets, pricing = _resolved_and_priced(
+        devices, (threads, precisions, calibration, recalibrate, on_calibrate),
+        lambda: resolve_models(models, {**(overrides or {}), **field_overrides}, input_size=input_size))
     environment = {"env_torch": torch.__version__, "vitbench_version": __version__}
     records = Records()
     counts: dict = {}  # params and MACs counted for models without a formula, by (target, batch)
@@ -382,7 +401,7 @@ def predict(
     for index, (target, run_mode, batch, prec) in enumerate(configurations):
         if on_progress is not None:
             on_progress(index, len(configurations), f"{target.label} batch {batch} {run_mode} {prec}")
-        refusal = too_many_blocks(target.spec, MAX_TRACED_BLOCKS, "tracing the step")
+        refusal = too_many_blocks(target.spec, MAX_TRACED_BLOCKS, "tracing the step") or _too_large(target, batch)
         traces: dict[str, Any] = {}
         for each in devices:
             cal, warnings = pricing[each]
@@ -424,6 +443,26 @@ def predict(
     return records
 
 
+def _resolved_and_priced(devices: list[str], calibrated: tuple, resolve_targets: Callable[[], Any]) -> tuple[Any, dict]:
+    """The models (``resolve_targets()``) and each device's pricing: a calibration file and the
+    devices are checked before any model is resolved (a py: module imported); a calibration run
+    (half a minute) happens only once the models are known to be good."""
+    threads, precisions, calibration, recalibrate, on_calibrate = calibrated
+    arguments = (threads, [p for p in precisions if p in PRECISION_DTYPES], calibration, recalibrate, on_calibrate)
+    early = {each: resolve_calibration(each, *arguments) for each in devices if calibration is not None or each != "cpu"}
+    targets = resolve_targets()
+    return targets, {each: early[each] if each in early else resolve_calibration(each, *arguments) for each in devices}
+
+
+def _too_large(target: Any, batch: int) -> str | None:
+    """Why the step's trace must not build ``target`` (too large to count, or its largest weight
+    does not fit in memory)."""
+    from vitbench.counters.limits import trace_refusal
+
+    found = trace_refusal(target.spec, "tracing the step", batch)
+    return found and (f"{target.overrides_text}: {found}" if target.overrides else found)
+
+
 def _check_arguments(devices: list[str], precisions: list[str], threads: Any, reparam: Any, epochs: Any,
                      dataset_size: Any, price_per_hour: Any) -> None:
     """SpecError for the first of :func:`predict`'s arguments that is wrong or that another rules out."""
@@ -434,9 +473,9 @@ def _check_arguments(devices: list[str], precisions: list[str], threads: Any, re
     _check_precisions(devices, precisions)
     if not isinstance(reparam, bool):
         raise SpecError("reparam", reparam, "must be true or false")
-    _positive_or_none("epochs", epochs)
-    _positive_or_none("dataset_size", dataset_size, integer=True)
-    _positive_or_none("price_per_hour", price_per_hour)
+    _positive_or_none("epochs", epochs, 10**6)
+    _positive_or_none("dataset_size", dataset_size, 10**13, integer=True)
+    _positive_or_none("price_per_hour", price_per_hour, 10**9)
     if (epochs is None) != (dataset_size is None):
         raise SpecError("epochs" if epochs is None else "dataset_size", None,
                         "training cost needs both epochs and dataset_size")

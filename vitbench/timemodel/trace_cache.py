@@ -22,7 +22,7 @@ import gzip
 import hashlib
 import json
 import os
-import stat
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -79,30 +79,26 @@ def cache_key(target: Any, batch: int, mode: str, precision: str, optimizer: str
 
 
 def read(key: str) -> list[Op] | None:
-    """The cached operators for ``key``, or None (absent, or not a readable entry)."""
+    """The cached operators for ``key``, or None (absent, or not a readable entry: not a
+    regular file, over :data:`MAX_ENTRY_BYTES` packed or 8 times that unpacked, damaged)."""
+    from vitbench.errors import InputFileError
+    from vitbench.input_files import loads_bounded, read_input_bytes
+
     path = trace_dir() / f"{key}.json.gz"
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
+    if path.is_symlink():
         return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+    try:  # the one gate: a FIFO or device refused without blocking, the size capped
+        packed = read_input_bytes(path, "trace", max_bytes=MAX_ENTRY_BYTES)
+        unpacker = zlib.decompressobj(wbits=31)  # gzip, unpacked to a bound (a small bomb stays small)
+        raw = unpacker.decompress(packed, 8 * MAX_ENTRY_BYTES + 1)
+        if len(raw) > 8 * MAX_ENTRY_BYTES or not unpacker.eof:
             return None
-        with os.fdopen(fd, "rb") as handle:
-            fd = -1
-            raw = gzip.decompress(handle.read(MAX_ENTRY_BYTES + 1))
-        if len(raw) > 8 * MAX_ENTRY_BYTES:
-            return None
-        data = json.loads(raw)
+        data = loads_bounded(raw)
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != key:
             return None
         return [Op.from_tuple(values) for values in data["ops"]]
-    except (OSError, EOFError, ValueError, TypeError, KeyError, gzip.BadGzipFile, RecursionError):
+    except (InputFileError, zlib.error, ValueError, TypeError, KeyError, RecursionError):
         return None
-    finally:
-        if fd >= 0:
-            os.close(fd)
 
 
 def write(key: str, ops: list[Op]) -> bool:

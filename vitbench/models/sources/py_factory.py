@@ -6,6 +6,10 @@ refused: nothing is downloaded); override flags are passed when the factory name
 parameters (``--img-size`` also sets the input size). Input size:
 --img-size, else the module's own metadata (timm ``pretrained_cfg``, an ``image_size`` or
 ``img_size`` attribute, an hf ``config.image_size``), else a one-line error.
+
+What runs, and when, is :mod:`vitbench.models.sources.py_contract`'s contract: nothing of the
+user's is imported before the reference passes its checks from the text alone, nor called
+before the factory passes its own.
 """
 
 from __future__ import annotations
@@ -17,6 +21,13 @@ from typing import Any
 
 from vitbench.errors import SpecError
 from vitbench.models.sources.common import accepted, finish, key_of, probe, typed
+from vitbench.models.sources.py_contract import (
+    check_factory,
+    check_import_allowed,
+    check_module,
+    check_static,
+    static_parameters,
+)
 from vitbench.models.target import input_size_of, no_network, unknown
 
 _MODULE = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*")
@@ -30,6 +41,7 @@ def import_namespace(reference: str, module_path: str) -> Any:
     import os
     import sys
 
+    check_import_allowed(reference)
     if module_path.endswith(".py"):
         path = os.path.abspath(module_path)
         if not os.path.isfile(path):
@@ -65,31 +77,39 @@ def import_namespace(reference: str, module_path: str) -> Any:
         raise SpecError("model", reference, f"cannot import {module_path!r}: {exc}") from None
 
 
-def _factory(reference: str, name: str, kwargs: dict[str, Any]) -> Any:
-    """The factory a ``py:`` reference names, checked before it is ever called: a Python
-    function (or method, or ``functools.partial``) or an ``nn.Module`` class. A built-in such as
-    ``os.system`` or another class is refused, so naming one runs nothing."""
-    import functools
-    import inspect
-
+def _split(reference: str, name: str) -> tuple[str, str]:
     module_path, _, attribute = name.rpartition(":")
     if not module_path or not _ATTRIBUTE.fullmatch(attribute):
         raise SpecError("model", reference, "must be py:package.module:factory or py:path/to/file.py:factory")
+    if not module_path.endswith(".py") and not _MODULE.fullmatch(module_path):
+        raise SpecError("model", reference, "must be py:package.module:factory or py:path/to/file.py:factory")
+    return module_path, attribute
+
+
+def check_reference(reference: str, name: str, kwargs: dict[str, Any]) -> str | None:
+    """Everything a ``py:`` reference's text and the file system tell, imported nothing: its
+    syntax, a module that is not the standard library's or vitbench's and exists, no download
+    asked for. Returns the module's source file when found without importing."""
+    module_path, _ = _split(reference, name)
+    for key in ("pretrained", "weights"):  # the usual names for downloaded weights
+        if kwargs.get(key) not in (None, False):
+            raise no_network(reference, f"{key}={kwargs[key]}")
+    return check_static(reference, module_path)
+
+
+def _factory(reference: str, name: str, kwargs: dict[str, Any]) -> Any:
+    """The factory a ``py:`` reference names, checked before its module is imported
+    (:func:`check_reference`) and before it is ever called
+    (:func:`~vitbench.models.sources.py_contract.check_factory`)."""
+    check_reference(reference, name, kwargs)
+    module_path, attribute = _split(reference, name)
     namespace = import_namespace(reference, module_path)
+    check_module(reference, module_path, namespace)
     factory = getattr(namespace, attribute, None)
     if not callable(factory):
         public = [n for n in dir(namespace) if not n.startswith("_") and callable(getattr(namespace, n))]
         raise unknown(reference, f"factory in {module_path}", public, f"py:{module_path}:", attribute)
-    if isinstance(factory, type):
-        from torch import nn
-
-        if not issubclass(factory, nn.Module):
-            raise SpecError("model", reference, f"is the class {factory.__qualname__}, not an nn.Module class or a factory function")
-    elif not (inspect.isfunction(factory) or inspect.ismethod(factory) or isinstance(factory, functools.partial)):
-        raise SpecError("model", reference, f"is a {type(factory).__name__}, not a Python factory function or nn.Module class; it was not called")
-    for key in ("pretrained", "weights"):  # the usual names for downloaded weights
-        if kwargs.get(key) not in (None, False):
-            raise no_network(reference, f"{key}={kwargs[key]}")
+    check_factory(reference, factory)
     return factory
 
 
@@ -99,8 +119,13 @@ def _taken(factory: Any, overrides: dict[str, Any]) -> set[str]:
 
 
 def taken(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any]) -> set[str]:
-    """The override names ``resolve`` would apply, from the factory's signature: the module is
-    imported, the factory is not called."""
+    """The override names ``resolve`` would apply, from the factory's signature: read from the
+    module's source when it tells (nothing imported), else the module is imported; the factory
+    is never called."""
+    path = check_reference(reference, name, kwargs)
+    names = static_parameters(path, _split(reference, name)[1])
+    if names is not None:
+        return {field for field in overrides if field in names or field == "img_size"}
     return _taken(_factory(reference, name, kwargs), overrides)
 
 

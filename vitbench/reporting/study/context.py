@@ -47,7 +47,10 @@ class Report:
     def plot(self, name: str, make: Callable[[Path], Path], alt: str, caption: str) -> None:
         """Draw a PNG with ``make(path)`` and show it with its caption (unless plots are off)."""
         if self.draw:
-            self.plots.append(make(self.out / name))
+            from vitbench.reporting.plots import quiet
+
+            with quiet():  # matplotlib's warnings while the figure is built (a log axis of no positive value)
+                self.plots.append(make(self.out / name))
             self.doc.add(md.image(name, alt, caption))
 
     def table(self, name: str, rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> None:

@@ -43,7 +43,7 @@ def _scaling_line(label: str, g: list[dict[str, Any]]) -> tuple[str, str | None]
         f"({md.ratio(last['throughput_img_s'], first['throughput_img_s'])})"
     )
     memory = [(r["batch_size"], num(r.get("peak_memory_bytes"))) for r in g if num(r.get("peak_memory_bytes"))]
-    if len(memory) >= 2:
+    if len({m[0] for m in memory}) >= 2:  # a line needs two batch sizes (one x: no slope)
         fit = statistics.linear_regression([m[0] for m in memory], [m[1] for m in memory])
         text += (
             f"; peak memory ~ {humanize('x_bytes', fit.intercept)} + {humanize('x_bytes', fit.slope)} per image "

@@ -44,10 +44,10 @@ def save(calibration: Calibration, path: str | os.PathLike | None = None) -> Pat
 def load(path: str | os.PathLike, torch_version: str | None = None) -> Calibration:
     """A calibration file; CalibrationError when it is unreadable, damaged or made under another
     torch than ``torch_version``."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CalibrationError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    from vitbench.input_files import MAX_CALIBRATION_BYTES, read_input_text
+
+    # the one gate: a FIFO or device refused without blocking, the size capped, UTF-8, not empty
+    text = read_input_text(path, f"cannot read {path}", max_bytes=MAX_CALIBRATION_BYTES, error=CalibrationError)
     calibration = Calibration.from_json(text)
     if torch_version is not None and calibration.basis == "calibration" and calibration.torch.split("+")[0] != torch_version.split("+")[0]:
         raise CalibrationError(f"made under torch {calibration.torch}, this is torch {torch_version}")

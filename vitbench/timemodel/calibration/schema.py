@@ -27,12 +27,42 @@ class CalibrationError(VitbenchError, ValueError):
     """A calibration that cannot be used: damaged, another schema or torch version, failed."""
 
 
+#: the plausible range of each kind of value: a tampered file whose values would price a step at
+#: 1e300 s or at nothing is refused (a cache's refusal recalibrates). Wide enough for any fit the
+#: measuring makes (a bandwidth fitted on a flat operator can be far above the memory's)
+RATE_RANGE = (1e3, 1e30)         # MAC/s and bytes/s
+SECONDS_RANGE = (0.0, 10.0)      # a fixed cost per operator
+EFFICIENCY_RANGE = (1e-9, 1e6)   # achieved / GEMM rate
+FACTOR_RANGE = (1e-6, 1e6)       # in_step_factor
+SIZE_RANGE = (1, 1e12)           # a GEMM's m, k, n
+MAX_CALIBRATION_THREADS = 1024
+
+
+def _number(value: Any) -> float | None:
+    """A JSON number as a finite float; None for anything else (a bool, text, NaN, infinity,
+    an integer too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _within(value: Any, bounds: tuple[float, float]) -> bool:
+    number = _number(value)
+    return number is not None and bounds[0] <= number <= bounds[1]
+
+
 def _positive(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    number = _number(value)
+    return number is not None and number > 0
 
 
 def _non_negative(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    number = _number(value)
+    return number is not None and number >= 0
 
 
 def _positive_rows(rows: Any) -> bool:
@@ -41,15 +71,42 @@ def _positive_rows(rows: Any) -> bool:
         isinstance(r, list) and len(r) == 4 and all(_positive(v) for v in r) for r in rows)
 
 
+def _rows_within(rows: list[list[Any]], last: tuple[float, float]) -> bool:
+    """Rows [m, k, n, value] (already positive) with sizes in SIZE_RANGE and value in ``last``."""
+    return all(all(_within(v, SIZE_RANGE) for v in r[:3]) and _within(r[3], last) for r in rows)
+
+
+def _out_of(name: str, value: Any, bounds: tuple[float, float]) -> CalibrationError:
+    return CalibrationError(f"{name}={_shown(value)}: must be from {bounds[0]:g} to {bounds[1]:g}")
+
+
 def _check_scalars(calibration: Calibration) -> None:
+    for name in ("device", "device_name", "torch", "basis"):
+        if not isinstance(getattr(calibration, name), str):
+            raise CalibrationError(f"{name}={_shown(getattr(calibration, name))}: must be text")
     if calibration.basis not in BASES:
         raise CalibrationError(f"basis={calibration.basis!r}: must be one of {', '.join(BASES)}")
     threads = calibration.threads
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
-        raise CalibrationError(f"threads={threads!r}: must be a positive integer")
-    for name in ("overhead_s", "bandwidth_bytes_s", "in_step_factor"):
-        if not _positive(getattr(calibration, name)):
-            raise CalibrationError(f"{name}={getattr(calibration, name)!r}: must be a positive number")
+        raise CalibrationError(f"threads={_shown(threads)}: must be a positive integer")
+    if threads > MAX_CALIBRATION_THREADS:
+        raise CalibrationError(f"threads={_shown(threads)}: must be at most {MAX_CALIBRATION_THREADS}")
+    for name, bounds in (("overhead_s", SECONDS_RANGE), ("bandwidth_bytes_s", RATE_RANGE), ("in_step_factor", FACTOR_RANGE)):
+        value = getattr(calibration, name)
+        if not _positive(value):
+            raise CalibrationError(f"{name}={_shown(value)}: must be a positive number")
+        if not _within(value, bounds):
+            raise _out_of(name, value, bounds)
+    if not _non_negative(calibration.seconds):
+        raise CalibrationError(f"seconds={_shown(calibration.seconds)}: must be a number of seconds")
+    if not isinstance(calibration.notes, dict):
+        raise CalibrationError(f"notes={_shown(calibration.notes)}: must be an object")
+
+
+def _shown(value: Any) -> str:
+    from vitbench.errors import shown
+
+    return shown(value, 60)
 
 
 def _check_gemm(gemm: Any) -> None:
@@ -58,22 +115,43 @@ def _check_gemm(gemm: Any) -> None:
     for dtype, rows in gemm.items():
         if not _positive_rows(rows):
             raise CalibrationError(f"gemm[{dtype!r}]: needs rows of [m, k, n, macs_per_s], all positive")
+        if not _rows_within(rows, RATE_RANGE):
+            raise CalibrationError(f"gemm[{dtype!r}]: needs sizes from 1 to {SIZE_RANGE[1]:g} and rates from "
+                                   f"{RATE_RANGE[0]:g} to {RATE_RANGE[1]:g} MAC/s")
         axes = [sorted({r[i] for r in rows}) for i in range(3)]
-        if len(rows) != len(axes[0]) * len(axes[1]) * len(axes[2]):
+        points = {(float(r[0]), float(r[1]), float(r[2])) for r in rows}
+        if len(rows) != len(points) or len(points) != len(axes[0]) * len(axes[1]) * len(axes[2]):
             raise CalibrationError(f"gemm[{dtype!r}]: the rows do not fill a grid")
 
 
 def _check_tables(calibration: Calibration) -> None:
-    framework = calibration.framework_s
+    _check_framework(calibration.framework_s)
+    _check_efficiency(calibration.efficiency)
+    _check_ops(calibration.ops)
+
+
+def _check_framework(framework: Any) -> None:
     if not isinstance(framework, dict) or not all(isinstance(k, str) and _non_negative(v) for k, v in framework.items()):
         raise CalibrationError("framework_s: needs modes with non-negative seconds")
-    efficiency = calibration.efficiency
+    if not all(_within(v, SECONDS_RANGE) for v in framework.values()):
+        raise CalibrationError(f"framework_s: needs seconds from 0 to {SECONDS_RANGE[1]:g} per operator")
+
+
+def _check_efficiency(efficiency: Any) -> None:
     if not isinstance(efficiency, dict) or not all(_positive_rows(rows) for rows in efficiency.values()):
         raise CalibrationError("efficiency: needs kernels with rows of [m, k, n, efficiency], all positive")
-    ops = calibration.ops
+    if not all(_rows_within(rows, EFFICIENCY_RANGE) for rows in efficiency.values()):
+        raise CalibrationError(f"efficiency: needs sizes from 1 to {SIZE_RANGE[1]:g} and efficiencies from "
+                               f"{EFFICIENCY_RANGE[0]:g} to {EFFICIENCY_RANGE[1]:g}")
+
+
+def _check_ops(ops: Any) -> None:
     if not isinstance(ops, dict) or any(
             not isinstance(v, list) or len(v) != 2 or not _non_negative(v[0]) or not _positive(v[1]) for v in ops.values()):
         raise CalibrationError("ops: needs names with [overhead_s >= 0, bandwidth_bytes_s > 0]")
+    if not all(_within(v[0], SECONDS_RANGE) and _within(v[1], RATE_RANGE) for v in ops.values()):
+        raise CalibrationError(f"ops: needs overhead_s from 0 to {SECONDS_RANGE[1]:g} and bandwidth_bytes_s from "
+                               f"{RATE_RANGE[0]:g} to {RATE_RANGE[1]:g}")
 
 
 def _corners(axis: list[float], x: float) -> list[tuple[float, float]]:
@@ -113,12 +191,9 @@ class Calibration:
     @classmethod
     def from_json(cls, text: str) -> Calibration:
         """Parse and check a calibration; CalibrationError naming what is wrong."""
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise CalibrationError(f"damaged: not JSON ({exc})") from None
-        except RecursionError:
-            raise CalibrationError("damaged: JSON nested too deeply") from None
+        from vitbench.input_files import load_json
+
+        data = load_json(text, "damaged", error=CalibrationError)  # bounded numbers and nesting, no NaN or infinity
         if not isinstance(data, dict):
             raise CalibrationError("damaged: not a JSON object")
         if data.get("schema_version") != SCHEMA_VERSION:
