@@ -118,4 +118,30 @@ def prepare(root: Path, store: Path) -> dict[str, str]:
     out["bigint_shallow_json"] = str(root / "bigint_shallow.json")
     out.update(_calibrations(root))
     out.update(_measured(root))
+    out.update(_pseudo_files(root, store))
+    return out
+
+
+def _pseudo_files(root: Path, store: Path) -> dict[str, str]:
+    """Regular-type files that are no file's contents: ``/proc/kmsg`` (a read would block; where
+    it is missing, a FIFO, also refused unread) and ``/proc/self/pagemap`` (size 0, yet
+    gigabytes), as a CSV and as a store's rows.jsonl; an empty store; a header-only CSV."""
+    out: dict[str, str] = {}
+    for key, target in (("kmsg", "/proc/kmsg"), ("pagemap", "/proc/self/pagemap")):
+        copy = _store_copy(store, root, f"{key}_rows_store")
+        (copy / "rows.jsonl").unlink()
+        for link in (root / f"{key}.csv", copy / "rows.jsonl"):
+            link.symlink_to(target) if os.path.exists(target) else os.mkfifo(link)
+        out[f"{key}_csv"] = str(root / f"{key}.csv")
+        out[f"{key}_rows_store"] = str(copy)
+    copy = _store_copy(store, root, "empty_rows_store")
+    (copy / "rows.jsonl").write_text("")
+    out["empty_rows_store"] = str(copy)
+    (root / "header_only.csv").write_text("id,model\n")
+    out["header_only_csv"] = str(root / "header_only.csv")
+    for key, text in (("measured_huge_latency_csv", "model,latency_p50_s,batch_size,status\nmnist-vit,1e300,1,ok\n"),
+                      ("measured_underscore_csv", "model,latency_p50_s,batch_size,status\nmnist-vit,1_000,1,ok\n"),
+                      ("negative_params_csv", "model,params,batch_size,status\nmnist-vit,-5,1,ok\n")):
+        (root / f"{key}.csv").write_text(text)
+        out[key] = str(root / f"{key}.csv")
     return out

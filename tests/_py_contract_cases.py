@@ -20,8 +20,22 @@ SWEEP_FILES = {
 }
 
 
+#: factories whose model's own forward fails (a user's error, exit 2, not an internal one)
+BROKEN_FACTORY = (
+    "import torch\n\n"
+    "class Raises(torch.nn.Module):\n"
+    "    def forward(self, x):\n"
+    "        raise ValueError('boom')\n\n"
+    "def shapes():\n"
+    "    return torch.nn.Linear(1, 1)\n\n"
+    "def raises():\n"
+    "    return Raises()\n"
+)
+
+
 def prepare(root: Path) -> dict[str, str]:
-    out = {}
+    (root / "py_broken_forward.py").write_text(BROKEN_FACTORY)
+    out = {"py_broken": str(root / "py_broken_forward.py")}
     for key, (name, text) in SWEEP_FILES.items():
         (root / name).write_text(text)
         out[key] = str(root / name)

@@ -282,3 +282,15 @@ def test_an_error_message_with_raw_control_characters_is_cleaned(capsys):
 
     error("model \x1b]0;pwn\x07x\rover")
     assert capsys.readouterr().err == "vitbench: error: model xover\n"
+
+
+def test_junit_xml_holds_no_character_xml_forbids(tmp_path):
+    """U+FFFE and U+FFFF are no XML 1.0 characters: a model name holding one would make the
+    JUnit file unreadable to every CI system (a red-team find)."""
+    import xml.etree.ElementTree as ET
+
+    path = tmp_path / "r.csv"
+    write_csv([_record("m\ufffev\uffff", 0)], path)
+    assert main(["compare", str(path), str(path), "-o", str(tmp_path / "out.xml")]) == 0
+    names = [case.get("classname") for case in ET.parse(tmp_path / "out.xml").iter("testcase")]
+    assert names and all(name.startswith("mv") for name in names)

@@ -170,3 +170,19 @@ def test_two_rules_on_one_metric_give_one_row_judged_by_both():
     rows = [r for r in result.rows if r.metric == "latency_mean_s"]
     assert len(rows) == 1
     assert rows[0].verdict == "REGRESSION" and tuple(rows[0].failed_rules) == ("latency_mean_s:+5%",)
+
+
+def test_change_text_of_integers_no_float_holds():
+    """Two counts a float holds whose difference it does not (-1.7e308 to +1.7e308, read from a
+    CSV as exact integers): the change is written exactly, never an OverflowError (exit 3)."""
+    from vitbench.gate.result import MetricComparison
+
+    low, high = -17 * 10**307, 17 * 10**307
+
+    def comparison(rel_change):
+        return MetricComparison(configuration="m", key=(), metric="params", baseline=low, current=high,
+                                rel_change=rel_change, rules=(), failed_rules=(), p_value=None,
+                                n_baseline=0, n_current=0, verdict="changed")
+
+    assert comparison(-2.0).change_text == f"+{2 * high:,} (-200.0%)"
+    assert comparison(None).change_text == f"+{2 * high:,} (from 0)"

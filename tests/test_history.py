@@ -152,6 +152,7 @@ def test_concurrent_writers_lose_nothing_and_a_torn_line_is_skipped(tmp_path):
     (("add", "{missing}", "--commit", "abc", "--store", "{store}"), "missing.csv"),
     (("add", "{results}", "--commit", "abc", "--date", "yesterday", "--store", "{store}"), "date='yesterday': must be an ISO 8601 date"),
     (("add", "{results}", "--commit", "a b", "--store", "{store}"), "commit='a b': must be a commit id"),
+    (("add", "{results}", "--commit", "\x1b]0;pwn\x07", "--store", "{store}"), "commit='\\x1b]0;pwn\\x07': must be a commit id"),
     (("add", "{results}", "--store", "{store}"), "commit=None: not in a git checkout here"),
     (("report", "--store", "{store}", "--alpha", "2"), "argument --alpha: must be between 0 and 1 (or 0% and 100%), got '2'"),
     (("list", "--store", "{sweep}"), "is a results store, not a history"),
@@ -187,3 +188,14 @@ def test_the_html_report_escapes_what_users_wrote(tmp_path):
     write_report(tmp_path, rows, ["macs"])
     page = (tmp_path / "report.html").read_text()
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; | pipes" in page
+
+
+def test_branch_and_subject_carry_no_escape_sequence(tmp_path):
+    """--branch and the commit's subject reach tables and CSV files: an escape sequence or a bell
+    in them is dropped when the commit is added (a red-team find: commits.csv set the terminal's
+    title when shown with cat)."""
+    rows = synthetic(0)[0][3]
+    add(tmp_path / "h", rows, commit="c1", date="2026-11-01T00:00:00+00:00",
+        branch="\x1b[31mmain\x07", message="fix\x1b]0;pwn\x07 it")
+    (commit,) = commits(read(tmp_path / "h"))
+    assert (commit.branch, commit.message) == ("main", "fix it")

@@ -461,3 +461,91 @@ def test_a_parquet_file_is_still_named_as_one(tmp_path):
     (tmp_path / "r.csv").write_bytes(b"PAR1\x00\x00rest")
     with pytest.raises(InputFileError, match="is a Parquet file"):
         read_results(tmp_path / "r.csv")
+
+
+# --- red-team holes: a read that would block, a size-0 pseudo-file that yields bytes ---
+
+class _WouldBlock:
+    """A handle whose read would block: None, as a non-blocking BufferedReader says it."""
+
+    def __init__(self, result):
+        self.result = result
+
+    def read(self, limit):
+        if isinstance(self.result, type) and issubclass(self.result, BaseException):
+            raise self.result(11, "Resource temporarily unavailable") if self.result is BlockingIOError \
+                else self.result(5, "Input/output error")
+        return self.result
+
+
+@pytest.mark.parametrize("result", [None, BlockingIOError])
+def test_a_read_that_would_block_is_one_line(result):
+    with pytest.raises(InputFileError, match=r"^f: cannot be read \(it would block: not a file's contents\)$"):
+        input_files.read_handle(_WouldBlock(result), 10, "f")
+
+
+def test_a_read_that_fails_names_the_reason():
+    with pytest.raises(InputFileError, match=r"^f: cannot be read \(Input/output error\)$"):
+        input_files.read_handle(_WouldBlock(OSError), 10, "f")
+
+
+def test_read_input_bytes_refuses_a_would_block_read(tmp_path, monkeypatch):
+    path = tmp_path / "k.csv"
+    path.write_text("a,b\n1,2\n")
+    real = open_input
+
+    @contextlib.contextmanager
+    def blocking(*args, **kwargs):
+        with real(*args, **kwargs) as handle:
+            monkeypatch.setattr(handle, "read", lambda limit: None, raising=False)
+            yield handle
+
+    monkeypatch.setattr(input_files, "open_input", blocking)
+    with pytest.raises(InputFileError, match=r"it would block: not a file's contents"):
+        read_input_bytes(path, "f", max_bytes=1000)
+
+
+@pytest.mark.skipif(not os.access("/proc/kmsg", os.R_OK), reason="/proc/kmsg cannot be read here")
+def test_proc_kmsg_is_refused_not_taken_as_bytes(tmp_path):
+    link = tmp_path / "k.csv"
+    link.symlink_to("/proc/kmsg")
+    with within(), pytest.raises(InputFileError, match=r"^f: cannot be read \(it would block"):
+        read_input_bytes(link, "f", max_bytes=1000)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/pagemap"), reason="no /proc/self/pagemap here")
+def test_a_sizeless_pseudo_file_is_refused_past_a_mebibyte(tmp_path):
+    link = tmp_path / "p.csv"
+    link.symlink_to("/proc/self/pagemap")
+    with within(), pytest.raises(InputFileError, match=r"reports no size yet yields over 1,048,576 bytes"):
+        read_input_bytes(link, "f", max_bytes=input_files.MAX_RESULTS_BYTES)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/pagemap"), reason="no /proc/self/pagemap here")
+def test_a_store_scan_of_a_sizeless_pseudo_file_is_refused(tmp_path):
+    from vitbench.store.format import scan
+    from vitbench.store.layout import StoreError
+
+    link = tmp_path / "rows.jsonl"
+    link.symlink_to("/proc/self/pagemap")
+    with within(), pytest.raises(StoreError, match=r"reports no size"):
+        list(scan(link))
+
+
+@pytest.mark.skipif(not os.access("/proc/kmsg", os.R_OK), reason="/proc/kmsg cannot be read here")
+def test_a_store_scan_of_proc_kmsg_is_refused_not_zero_rows(tmp_path):
+    from vitbench.store.format import scan
+    from vitbench.store.layout import StoreError
+
+    link = tmp_path / "rows.jsonl"
+    link.symlink_to("/proc/kmsg")
+    with within(), pytest.raises(StoreError, match=r"it would block"):
+        list(scan(link))
+
+
+def test_an_empty_rows_file_still_scans_as_no_rows(tmp_path):
+    from vitbench.store.format import scan
+
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b"")
+    assert list(scan(path)) == []

@@ -94,3 +94,17 @@ def test_compare_report_format_follows_its_output_suffix(tmp_path, capsys):
     assert main(["compare", str(base), str(base), "--fail-on", "params:0", "-o", str(tmp_path / "gate.txt")]) == 0
     assert not (tmp_path / "gate.txt").read_text(encoding="utf-8").startswith("###")
     capsys.readouterr()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_standard_output_that_cannot_be_written_is_one_line_and_exit_2():
+    """A full disk behind standard output (``> /dev/full``) or a closed one (``>&-``): one line
+    naming standard output, exit 2 (it was an internal error, exit 3)."""
+    command = [sys.executable, "-m", "vitbench", "models"]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(command, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == ["vitbench: error: standard output: cannot be written (No space left on device)"]
+    closed = subprocess.run(command, stderr=subprocess.PIPE, text=True, timeout=120, preexec_fn=lambda: os.close(1))
+    assert closed.returncode == 2 and len(closed.stderr.strip().splitlines()) == 1
+    assert closed.stderr.startswith("vitbench: error: standard output: cannot be written")

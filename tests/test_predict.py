@@ -244,14 +244,18 @@ def test_predict_a_live_module_and_an_untraceable_one():
     model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 4))
     rows = vitbench.predict([model, Broken()], input_size=(3, 32, 32), calibration=synthetic(), batch_size=2)
     assert rows[0]["status"] == "ok" and rows[0]["pred_macs"] == 2 * (30 * 30 * 8 * 27 + 32)
-    assert rows[1]["status"] == "error" and "no forward here" in rows[1]["error"]
+    # its own forward failed: the user's to fix (issue 33), a refused row, not an internal error
+    assert rows[1]["status"] == "refused" and "its forward failed" in rows[1]["error"] and "no forward here" in rows[1]["error"]
     assert torch.is_tensor(next(model.parameters()))  # the user's module is left alone
 
 
-@pytest.mark.parametrize("reference", ["py:torchvision.models:resnet18+img_size=224", "torchvision:resnet18", "timm:resnet18"])
-def test_every_reference_kind_is_predicted(reference):
-    """A py: factory, torchvision: and timm: give the same network (ResNet-18 at 224 px): the
-    same MACs per step, hence the same prediction within the head's few operators."""
+@pytest.mark.parametrize("reference", ["py:./own_resnet.py:resnet18+img_size=224", "torchvision:resnet18", "timm:resnet18"])
+def test_every_reference_kind_is_predicted(reference, tmp_path, monkeypatch):
+    """A py: factory (the user's own: torchvision's functions are refused as py: factories),
+    torchvision: and timm: give the same network (ResNet-18 at 224 px): the same MACs per step,
+    hence the same prediction within the head's few operators."""
+    (tmp_path / "own_resnet.py").write_text("import torchvision\n\ndef resnet18():\n    return torchvision.models.resnet18()\n")
+    monkeypatch.chdir(tmp_path)
     [row] = vitbench.predict(reference, batch_size=2, calibration=synthetic())
     assert row["status"] == "ok" and row["pred_latency_s"] > 0
     [ours] = vitbench.predict("resnet18", batch_size=2, calibration=synthetic())
@@ -411,3 +415,19 @@ def test_a_cache_that_cannot_be_written_never_costs_the_prediction(layout, tmp_p
     [row] = vitbench.predict("mnist-vit", threads=1)
     assert row["status"] == "ok" and row["pred_latency_s"] > 0
     assert any(w["code"] == "calibration-not-saved" for w in row["warnings"])
+
+
+def test_a_step_refused_from_its_spec_needs_no_calibration(monkeypatch, tmp_path):
+    """Every configuration refused before tracing (a weight no memory holds): no calibration runs
+    first (on a machine without one cached, that was a minute before the one-line refusal)."""
+    from vitbench.timemodel import run
+
+    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
+
+    def no_calibration(*args, **kwargs):
+        raise AssertionError("calibrated although nothing is priced")
+
+    monkeypatch.setattr(run, "calibrate", no_calibration)
+    (row,) = run.predict("vit-s/16", mlp_ratio=1e9)
+    assert row["status"] == "refused" and "largest weight" in row["error"]
+    assert row["pred_basis"] == "none: refused before pricing"

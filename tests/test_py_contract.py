@@ -258,3 +258,112 @@ def test_a_resnet_of_more_blocks_than_its_formulas_walk_is_refused():
     assert with_overrides(spec, layers=(MAX_WALKED_BLOCKS - 3, 1, 1, 1)).layers[0] == MAX_WALKED_BLOCKS - 3  # the limit itself
     with pytest.raises(SpecError, match="100,001 blocks"):
         with_overrides(spec, layers=(MAX_WALKED_BLOCKS - 2, 1, 1, 1))
+
+
+# --- a well-known library's function is not a factory: refused before it is called -----------
+class _Payload:
+    """Unpickled, it opens (creates) ``path``: what a hostile ``.pt`` file would do."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_torch_load_of_a_pickle_is_refused_before_it_is_called(tmp_path, capsys):
+    import torch
+
+    marker = tmp_path / "unpickled.txt"
+    torch.save(_Payload(str(marker)), tmp_path / "e.pt")
+    assert not marker.exists()
+    reference = f"py:torch:load+f={tmp_path / 'e.pt'}+weights_only=False"
+    assert main(["analyze", reference, "--img-size", "28"]) == 2
+    line = _one_line(capsys)
+    assert "a function of the library 'torch'" in line and "not called" in line and "timm:" in line, line
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("reference", ["py:torch.hub:load+repo_or_dir=x+model=m+source=local", "py:numpy:load+file=x"])
+def test_library_functions_are_refused_before_they_are_called(reference):
+    from vitbench.models.references import resolve_all
+
+    with pytest.raises(SpecError, match="a function of the library '(torch|numpy)'.*not called"):
+        resolve_all([reference])
+
+
+def test_a_library_function_re_exported_by_the_users_module_is_refused(tmp_path, monkeypatch):
+    from vitbench.models.references import resolve_all
+
+    (tmp_path / "reexport.py").write_text("from torch import load\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SpecError, match="torch.serialization.load, a function of the library 'torch'"):
+        resolve_all(["py:./reexport.py:load+f=x"])
+
+
+def test_a_library_nn_module_class_stays_allowed(capsys):
+    assert main(["analyze", "py:torch.nn:Linear+in_features=4+out_features=2", "--img-size", "4",
+                 "--format", "csv"]) == 0
+    assert "py:torch.nn:Linear" in capsys.readouterr().out
+
+
+# --- a model whose own forward fails: the user's error, one line, exit 2 ----------------------
+BROKEN = textwrap.dedent('''
+    import torch
+
+    class Raises(torch.nn.Module):
+        def forward(self, x):
+            raise ValueError("boom")
+
+    def shapes():
+        return torch.nn.Linear(1, 1)
+
+    def raises():
+        return Raises()
+''')
+
+
+@pytest.fixture
+def broken_dir(tmp_path, monkeypatch):
+    (tmp_path / "broken.py").write_text(BROKEN)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("argv, cause", [
+    (["analyze", "py:./broken.py:shapes", "--img-size", "28"], "shapes cannot be multiplied"),  # torch 2.15: "addmm: mat1..."
+    (["analyze", "py:./broken.py:raises", "--img-size", "28"], "ValueError: boom"),
+    (["predict", "py:./broken.py:raises", "--img-size", "28", "--device", "h100", "--no-trace-cache"], "ValueError: boom"),
+])
+def test_a_model_whose_forward_fails_is_the_users_error(argv, cause, broken_dir, capsys):
+    assert main(argv) == 2
+    line = _one_line(capsys)
+    said = "error: " if argv[0] == "analyze" else "refused: "
+    assert line.startswith(f"vitbench: {said}{argv[1]}"), line
+    assert "its forward failed on a (1, 3, 28, 28) float32 input: " in line, line
+    assert line.split("float32 input: ", 1)[1].split(":")[0] in ("RuntimeError", "ValueError"), line
+    assert cause in line and "internal error" not in line
+
+
+def test_the_forward_failure_keeps_its_cause(broken_dir):
+    from vitbench.counters import count
+    from vitbench.errors import ModelForwardError
+
+    with pytest.raises(ModelForwardError) as caught:
+        count("py:./broken.py:raises", counters=("dispatch",), input_size=(3, 8, 8))
+    assert isinstance(caught.value.__cause__, ValueError) and str(caught.value.__cause__) == "boom"
+    assert caught.value.shape == (1, 3, 8, 8) and caught.value.dtype == "float32"
+
+
+def test_only_the_forwards_own_exceptions_are_wrapped():
+    from vitbench.errors import ModelForwardError, model_forward
+
+    with pytest.raises(SpecError):  # vitbench's own error passes as it is
+        with model_forward(None, "m"):
+            raise SpecError("x", 1, "bad")
+    with pytest.raises(MemoryError):
+        with model_forward(None, "m"):
+            raise MemoryError
+    with pytest.raises(ModelForwardError, match=r"model='m': its forward failed on a \(\)  input: KeyError: 'k'"):
+        with model_forward(None, "m"):
+            raise KeyError("k")

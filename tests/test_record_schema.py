@@ -13,7 +13,7 @@ import pytest
 
 from vitbench.errors import InputFileError
 from vitbench.reading import read_results
-from vitbench.record_schema import MAX_BATCH_SIZE, check_records, require_columns
+from vitbench.record_schema import MAX_BATCH_SIZE, check_records, require_columns, require_finite
 
 
 def _row(**cells):
@@ -148,3 +148,29 @@ def test_the_batch_size_bound_is_the_settings():
     from vitbench.settings import MAX_BATCH_SIZE as settings_bound
 
     assert MAX_BATCH_SIZE == settings_bound
+
+
+# --- red-team holes: counts and sizes are never negative; ratios may be ---
+
+@pytest.mark.parametrize("column, value", [("params", -5), ("macs", -1.5), ("flops", -1), ("tokens", -2),
+                                           ("elementwise_ops", -3), ("peak_memory_bytes", -1.0)])
+def test_a_negative_count_or_size_is_refused(column, value):
+    record = {"model": "m", "batch_size": 1, "status": "ok", column: value}
+    check_records([record], "f")  # a number: the gate marks it INVALID (exit 1); a report refuses it
+    with pytest.raises(InputFileError, match=rf"^f: row 1: {column}={value}: must be a count or a size \(0 or more\); r$"):
+        require_finite([record], "f", "r")
+
+
+@pytest.mark.parametrize("column, value", [("params", 0), ("peak_memory_bytes", 1.5e9), ("macs_delta", -3),
+                                           ("speedup_ratio", -0.5), ("latency_p50_s", 0.1)])
+def test_zero_counts_and_signed_non_counts_pass(column, value):
+    record = {"model": "m", "batch_size": 1, "status": "ok", column: value}
+    check_records([record], "f")
+    require_finite([record], "f", "r")
+
+
+def test_a_csv_cell_with_an_underscore_is_no_number(tmp_path):
+    path = tmp_path / "u.csv"
+    path.write_text("model,params,batch_size,status\nm,1_000,1,ok\n")
+    with pytest.raises(InputFileError, match=r"row 1: params='1_000': must be a number"):
+        read_results(path)

@@ -83,6 +83,7 @@ def _analyzed(target: Target, batch_size: int, traced: list[str], table_depth: i
     (and fvcore's module table to ``table_depth``). The batch size is checked once, here."""
     from vitbench.counters import count_target, counted_record
     from vitbench.counters.limits import CountingRefused
+    from vitbench.errors import ModelForwardError
 
     record = identity_record(target, batch_size)  # checks batch_size
     try:
@@ -92,6 +93,8 @@ def _analyzed(target: Target, batch_size: int, traced: list[str], table_depth: i
             record["fvcore_table"] = count_target(target, batch_size, ("fvcore",), table_depth=table_depth).fvcore_table
     except (KeyboardInterrupt, SystemExit):
         raise
+    except ModelForwardError as exc:  # the model's own forward failed: the user's to fix (exit 2), not a bug
+        record.update(status="refused", error=exc.detail)
     except CountingRefused as exc:  # too large to trace: said from the analytic size, nothing built
         record.update(status="refused", error=str(exc).split(": ", 1)[-1])
     except Exception as exc:  # noqa: BLE001 - one model's failure is its row, not the command's

@@ -202,6 +202,8 @@ def _number_text(text: str):
     """The exact decimal value of a number's text (``1e3``, ``16.0``, ``inf``), or None."""
     from decimal import Decimal, InvalidOperation
 
+    if "_" in text:  # Decimal (and int, float) read ``1_000``: no file's number is written so
+        return None
     try:
         value = Decimal(text)
     except InvalidOperation:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
 
 class VitbenchError(Exception):
     """Base class: a problem with what the user asked for, not a bug in vitbench."""
@@ -49,3 +53,38 @@ class InputFileError(VitbenchError):
 class OutputFileError(VitbenchError):
     """An output path vitbench must not or cannot write: not a regular file (a device, a FIFO,
     a socket, a folder, a symlink), or a folder that is missing, read-only or denied."""
+
+
+class ModelForwardError(VitbenchError):
+    """A model's own forward (the user's or a library's code) raised while vitbench counted or
+    traced it: the model is broken for this input, not vitbench. ``model`` is the reference,
+    given by the caller that knows it (:meth:`named`); the original exception is the cause."""
+
+    def __init__(self, model: object, shape: tuple, dtype: str, cause: str):
+        self.model, self.shape, self.dtype, self.cause = model, shape, dtype, cause
+        self.detail = f"its forward failed on a {shape} {dtype} input: {cause}"
+        super().__init__(f"model={shown(model)}: {self.detail}")
+
+    def named(self, model: object) -> ModelForwardError:
+        named = ModelForwardError(model, self.shape, self.dtype, self.cause)
+        named.__cause__ = self.__cause__
+        return named
+
+
+@contextlib.contextmanager
+def model_forward(images: Any, model: object = None) -> Iterator[None]:
+    """Around the one call of a model's forward on ``images``: what the forward raises becomes a
+    :class:`ModelForwardError` (chained), interrupts, memory errors and vitbench's own errors as
+    they are."""
+    try:
+        yield
+    except (KeyboardInterrupt, SystemExit, MemoryError, VitbenchError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the model's code failed on this input: the user's to fix
+        text = "".join(c if c.isprintable() else " " for c in str(exc))
+        text = " ".join(text.split())
+        cause = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        cause = cause if len(cause) <= 300 else cause[:297] + "..."
+        shape = tuple(int(n) for n in getattr(images, "shape", ()))
+        dtype = str(getattr(images, "dtype", "")).removeprefix("torch.")
+        raise ModelForwardError(model, shape, dtype, cause) from exc

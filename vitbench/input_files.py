@@ -39,6 +39,10 @@ MAX_SWEEP_FILE_BYTES = 1 * MIB
 MAX_CATALOGUE_BYTES = 16 * MIB
 #: one line of a store's ``rows.jsonl`` (one row: its raw samples included)
 MAX_ROW_LINE_BYTES = 16 * MIB
+#: what a regular file whose size reads 0 may yield (a /proc or /sys pseudo-file yields more)
+MAX_SIZELESS_BYTES = 1 * MIB
+#: the verdict on a read that would block (a regular-type procfs file such as ``/proc/kmsg``)
+WOULD_BLOCK = "cannot be read (it would block: not a file's contents)"
 #: digits of an integer in a JSON document (Python refuses over 4,300 with a ValueError)
 MAX_INT_DIGITS = 1000
 #: nesting of a JSON document (arrays and objects)
@@ -101,6 +105,21 @@ def too_large(where: str, size: int, max_bytes: int) -> str:
     return f"{where}: {size:,} bytes, over the {max_bytes:,}-byte limit for this kind of file"
 
 
+def read_handle(handle: BinaryIO, limit: int, where: str, error: type[Exception] = InputFileError) -> bytes:
+    """``handle.read(limit)`` on a descriptor opened by :func:`open_input` (non-blocking); a read
+    that would block (None, or BlockingIOError: a procfs file such as ``/proc/kmsg``) or fails
+    is one-line ``error``."""
+    try:
+        data = handle.read(limit)
+    except BlockingIOError:
+        data = None
+    except OSError as exc:
+        raise error(f"{where}: cannot be read ({_reason(exc)})") from None
+    if data is None:
+        raise error(f"{where}: {WOULD_BLOCK}")
+    return data
+
+
 def read_input_bytes(path: str | os.PathLike, where: str, *, max_bytes: int,
                      error: type[Exception] = InputFileError) -> bytes:
     """The bytes of a regular file of at most ``max_bytes`` bytes, not empty (whitespace alone
@@ -109,10 +128,10 @@ def read_input_bytes(path: str | os.PathLike, where: str, *, max_bytes: int,
         size = os.fstat(handle.fileno()).st_size
         if size > max_bytes:
             raise error(too_large(where, size, max_bytes))
-        try:
-            data = handle.read(max_bytes + 1)
-        except OSError as exc:
-            raise error(f"{where}: cannot be read ({_reason(exc)})") from None
+        data = read_handle(handle, (max_bytes if size else min(max_bytes, MAX_SIZELESS_BYTES)) + 1, where, error)
+    if not size and len(data) > MAX_SIZELESS_BYTES:  # a /proc or /sys pseudo-file (size 0, yet bytes)
+        raise error(f"{where}: cannot be read (it reports no size yet yields over {MAX_SIZELESS_BYTES:,} bytes: "
+                    "not a file's contents)")
     if len(data) > max_bytes:  # it grew while read
         raise error(f"{where}: over the {max_bytes:,}-byte limit for this kind of file (it grew while read)")
     if not data or data.isspace():  # (no stripped copy of a large file)
@@ -239,6 +258,6 @@ def loads_bounded(text: str | bytes, *, max_int_digits: int = MAX_INT_DIGITS) ->
 
 __all__ = [
     "MAX_CALIBRATION_BYTES", "MAX_CATALOGUE_BYTES", "MAX_DEFINITION_BYTES", "MAX_INT_DIGITS", "MAX_JSON_DEPTH", "MAX_RESULTS_BYTES",
-    "MAX_ROW_LINE_BYTES", "MAX_SWEEP_FILE_BYTES", "check_regular", "kind_of", "load_json", "loads_bounded",
-    "open_input", "read_input_bytes", "read_input_text", "too_large",
+    "MAX_ROW_LINE_BYTES", "MAX_SIZELESS_BYTES", "MAX_SWEEP_FILE_BYTES", "WOULD_BLOCK", "check_regular", "kind_of", "load_json", "loads_bounded",
+    "open_input", "read_handle", "read_input_bytes", "read_input_text", "too_large",
 ]

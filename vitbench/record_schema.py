@@ -32,14 +32,16 @@ MAX_BATCH_SIZE = 2**31 - 1
 
 @functools.lru_cache(maxsize=4096)
 def _kind(column: str) -> str | None:
-    """'batch' / 'model' / 'number' for a column this module checks, else None."""
+    """'batch' / 'model' / 'number' / 'count' for a column this module checks, else None."""
     if column == "batch_size":
         return "batch"
     if column == "model":
         return "model"
     if column.startswith("env_") or column.endswith(_TEXT_SUFFIXES):
         return None
-    if column in _NUMBER_NAMES or column.endswith(_NUMBER_SUFFIXES) or column.startswith(_NUMBER_PREFIXES):
+    if column in _NUMBER_NAMES or column.endswith("_bytes"):
+        return "count"  # a count or a size: a number, never negative
+    if column.endswith(_NUMBER_SUFFIXES) or column.startswith(_NUMBER_PREFIXES):
         return "number"
     return None
 
@@ -76,7 +78,7 @@ def _problem(column: str, kind: str, value: Any) -> str | None:
     """Why ``value`` cannot be ``column``'s, or None."""
     if value is None:
         return None
-    if kind == "number":
+    if kind in ("number", "count"):
         if _number(value) or (isinstance(value, list) and _numbers(value)):
             return None
         return "must be a number (within a float's range) or empty"
@@ -100,18 +102,22 @@ def check_record(record: Mapping[str, Any], where: str, number: int) -> None:
         kind = _kind(column)
         if kind is None or value is None or (not ran and kind != "model"):
             continue  # a row that failed is shown with its error, its other cells never used
-        if kind == "number" and type(value) is float:
+        if type(value) is float and kind in ("number", "count"):
             continue  # the common case, decided at once
         why = _problem(column, kind, value)
         if why is not None:
             raise InputFileError(f"{where}: row {number}: {column}={shown(value, 60)}: {why}")
 
 
+def _plain(value: Any) -> bool:
+    """A float, or an int a float holds: a number cleared at once."""
+    return type(value) is float or (type(value) is int and -1e308 < value < 1e308)
+
+
 def _suspects(kind: str, values: list[Any]) -> list[int]:
     """The indices of ``values`` the common cases do not clear at once (in one pass)."""
-    if kind == "number":
-        return [i for i, v in enumerate(values) if v is not None and not (
-            type(v) is float or (type(v) is int and -1e308 < v < 1e308))]
+    if kind in ("number", "count"):
+        return [i for i, v in enumerate(values) if v is not None and not _plain(v)]
     if kind == "model":
         return [i for i, v in enumerate(values) if v is not None and type(v) is not str]
     return [i for i, v in enumerate(values) if type(v) is not int or not 1 <= v <= MAX_BATCH_SIZE]
@@ -155,15 +161,20 @@ def require_columns(records: Sequence[Mapping[str, Any]], where: str, columns: S
 
 
 def require_finite(records: Sequence[Mapping[str, Any]], where: str, purpose: str) -> None:
-    """No measurement, prediction or count of a row that ran is infinite (an infinity is a
+    """No measurement, prediction or count of a row that ran is infinite, and no count or size
+    (``params``, ``macs``, ``*_bytes``, ...) is negative (an infinity is a
     float, which :func:`check_records` lets through for the gate to mark INVALID; a report or a
     plot has no place for it): else one :class:`InputFileError` naming the row, column and value."""
     for number, record in enumerate(records, 1):
         if not _ran(record):
             continue
         for column, value in record.items():
-            if value is not None and _kind(column) == "number" and _infinite(value):
+            kind = _kind(column) if value is not None else None
+            if kind in ("number", "count") and _infinite(value):
                 raise InputFileError(f"{where}: row {number}: {column}={shown(value, 60)}: is infinite; {purpose}")
+            if kind == "count" and _plain(value) and value < 0:  # (the gate marks it INVALID, exit 1)
+                raise InputFileError(f"{where}: row {number}: {column}={shown(value, 60)}: must be a count or a "
+                                     f"size (0 or more); {purpose}")
 
 
 def _infinite(value: Any, depth: int = 0) -> bool:

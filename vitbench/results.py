@@ -168,7 +168,8 @@ def atomic_write_text(path: str | os.PathLike, text: str, field: str = "file") -
     path = check_output_path(path, field)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, text.encode("utf-8"), before_replace=lambda: check_output_path(path, field))
+        # a lone surrogate (a file name that is not UTF-8, quoted in a report) as its escape, \udcfe
+        write_atomic(path, text.encode("utf-8", "backslashreplace"), before_replace=lambda: check_output_path(path, field))
     except OSError as exc:
         raise OutputFileError(f"{field}={str(path)!r}: cannot be written ({exc.strerror or exc.__class__.__name__})") from None
 

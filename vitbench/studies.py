@@ -178,8 +178,8 @@ def _read(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     from vitbench.reading import read_results
 
     records, info = read_results(path)
-    if not records and not path.is_dir():  # a header-only CSV, an empty records list: nothing to report
-        raise InputFileError(f"source={str(path)!r}: no rows (the file holds no records)")
+    if not records:  # a header-only CSV, an empty records list, a store without rows: nothing to report
+        raise InputFileError(f"source={str(path)!r}: no rows ({'the store' if path.is_dir() else 'the file'} holds no records)")
     if records:
         _check_rows(records, f"source={str(path)!r}")
     return records, info

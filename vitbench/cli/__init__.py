@@ -10,6 +10,7 @@ file error; 3 a run failed; 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -88,21 +89,52 @@ def error(message: str) -> None:
     print(f"vitbench: error: {terminal_text(one_line)}", file=sys.stderr)
 
 
+class _Closed:
+    """A standard stream that was closed when vitbench started (``>&-``)."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "the stream is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
 class TerminalStream:
     """Standard output or error as the command prints to it: every write passes through
     :func:`vitbench.escape.terminal_text` (no escape sequence, bell or carriage return from a
     model name, a sweep file's ``name:`` or a calibration's ``device_name`` reaches the terminal);
     a carriage return that begins a write (a progress bar redrawing its line) stays."""
 
-    def __init__(self, stream):
-        self._stream = stream
+    def __init__(self, stream, name: str = "standard output"):
+        self._stream = _Closed() if stream is None else stream
+        self._name = name
 
     def write(self, text: str) -> int:
         from vitbench.escape import terminal_text
 
         lead = "\r" if text.startswith("\r") else ""
-        self._stream.write(lead + terminal_text(text[len(lead):]))
+        self._guarded(self._stream.write, lead + terminal_text(text[len(lead):]))
         return len(text)
+
+    def flush(self) -> None:
+        self._guarded(self._stream.flush)
+
+    def _guarded(self, call, *args) -> None:
+        """A write that fails (a full disk, a closed stream) is one line and exit 2, not an
+        internal error; a closed pipe (``| head``) stays BrokenPipeError, a quiet exit 0; standard
+        error, with nowhere to say so, loses the text."""
+        from vitbench.errors import OutputFileError
+
+        try:
+            call(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            if self._name == "standard output":
+                raise OutputFileError(f"{self._name}: cannot be written ({exc.strerror or type(exc).__name__})") from None
 
     def writelines(self, lines) -> None:
         for line in lines:
@@ -116,11 +148,25 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command (``argv``: the arguments, default ``sys.argv[1:]``); its exit code. All it
     prints passes through :class:`TerminalStream`."""
     streams = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = (s if s is None or isinstance(s, TerminalStream) else TerminalStream(s) for s in streams)
+    sys.stdout, sys.stderr = (s if isinstance(s, TerminalStream) else TerminalStream(s, name)
+                              for s, name in zip(streams, ("standard output", "standard error")))
     try:
-        return _main(argv)
+        return _main_flush(_main(argv))  # what is still buffered: a full disk says so now, not at exit
     finally:
         sys.stdout, sys.stderr = streams
+
+
+def _main_flush(code: int) -> int:
+    from vitbench.errors import OutputFileError
+
+    try:
+        sys.stdout.flush()
+    except OutputFileError as exc:
+        error(str(exc))
+        return 2
+    except BrokenPipeError:
+        pass
+    return code
 
 
 def _main(argv: list[str] | None) -> int:

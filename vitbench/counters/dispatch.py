@@ -39,19 +39,27 @@ class DispatchCount:
     by_module: dict[str, int] = field(hash=False)  # MACs per module, children included
 
 
-def dispatch_count(module, inputs: tuple[Any, ...], state: dict[str, Any] | None = None) -> DispatchCount:
+def dispatch_count(module, inputs: tuple[Any, ...], state: dict[str, Any] | None = None,
+                   label: str | None = None) -> DispatchCount:
     """Run ``module(*inputs)`` forward under FlopCounterMode (no autograd graph kept); with
     ``state``, through ``torch.func.functional_call(module, state, inputs)``: the module's
-    parameters and buffers replaced by these tensors (meta ones), the module itself untouched."""
+    parameters and buffers replaced by these tensors (meta ones), the module itself untouched.
+    With ``label``, what the forward raises is a :class:`~vitbench.errors.ModelForwardError`
+    naming it (the model's own failure, the user's to fix)."""
+    import contextlib
+
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
+    from vitbench.errors import model_forward
+
     counter = FlopCounterMode(display=False, depth=None, custom_mapping=custom_mapping())
     with torch.no_grad(), counter:
-        if state is None:
-            module(*inputs)
-        else:
-            torch.func.functional_call(module, state, inputs)
+        with model_forward(inputs[0], label) if label is not None and inputs else contextlib.nullcontext():
+            if state is None:
+                module(*inputs)
+            else:
+                torch.func.functional_call(module, state, inputs)
     counts = counter.get_flop_counts()
     by_operator = {str(op.__name__ if hasattr(op, "__name__") else op): int(v) // 2 for op, v in counts.get("Global", {}).items()}
     by_module = {}

@@ -89,7 +89,7 @@ def run_dispatch(target: Target, batch_size: int) -> tuple[Any, int, str | None]
             raise RuntimeError(f"the model cannot run on the meta device ({reason}), and running it for real is refused: {too_big}")
         real = module if target.module is not None and not _on_meta(module) else _fresh_for_fvcore(target).eval()
         device = _device_of(real)
-        counted = dispatch_count(real, (torch.zeros(shape, device=device),))
+        counted = dispatch_count(real, (torch.zeros(shape, device=device),), label=target.label)  # its failure: the model's
     return counted, params, f"dispatch counted by running on {device} (the model cannot run on meta: {reason})"
 
 

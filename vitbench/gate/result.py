@@ -80,13 +80,14 @@ class MetricComparison:
         if self.current == self.baseline:
             return "0%"
         if self.rel_change is None:
-            return f"{self.current - self.baseline:+,g} (from 0)"
+            delta = self.current - self.baseline
+            return f"{delta:+,} (from 0)" if isinstance(delta, int) else f"{delta:+,g} (from 0)"
         percent = _percent(self.rel_change)
         if is_timing_metric(self.metric):
             ratio = self.ratio_text
             return f"{percent} ({ratio})" if ratio else percent
-        delta = self.current - self.baseline
-        if float(delta).is_integer() and not self.metric.endswith("_s"):
+        delta = self.current - self.baseline  # two ints: exact (as a float it may overflow)
+        if (isinstance(delta, int) or float(delta).is_integer()) and not self.metric.endswith("_s"):
             return f"{int(delta):+,} ({percent})"
         return percent
 

@@ -87,8 +87,9 @@ def _check_date(date: str) -> str:
 
 
 def _check_commit(commit: Any) -> str:
-    if not isinstance(commit, str) or not commit.strip() or any(c.isspace() for c in commit.strip()) or len(commit) > 200:
-        raise SpecError("commit", commit, "must be a commit id (no spaces, at most 200 characters)")
+    if (not isinstance(commit, str) or not commit.strip() or len(commit) > 200
+            or any(c.isspace() or not c.isprintable() for c in commit.strip())):
+        raise SpecError("commit", commit, "must be a commit id (no spaces or control characters, at most 200 characters)")
     return commit.strip()
 
 
@@ -113,9 +114,12 @@ def add(store: str | os.PathLike, results: Any, *, commit: str | None = None, da
         raise SpecError("results", str(results) if isinstance(results, (str, os.PathLike)) else "records", "holds no rows")
     entry = uuid.uuid4().hex[:12]
     added_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    from vitbench.escape import terminal_text
+
+    # a branch or subject is shown in tables and written to CSVs: no escape sequence rides along
     meta = {"history_commit": commit_id, "history_date": when,
-            "history_branch": branch if branch is not None else info["branch"],
-            "history_message": message if message is not None else info["message"],
+            "history_branch": terminal_text(str(branch if branch is not None else info["branch"]), keep=""),
+            "history_message": terminal_text(str(message if message is not None else info["message"]), keep=""),
             "history_entry": entry, "history_added_at": added_at}
     rows = [{**{k: v for k, v in r.items() if k not in ("id", *COLUMNS)}, **meta, "id": f"{commit_id}/{entry}/{i}"}
             for i, r in enumerate(records)]

@@ -7,6 +7,7 @@ configuration and metric, raw values). Tables go through the one renderer,
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from vitbench.gate.result import TEST_NAME, CompareResult
@@ -164,9 +165,10 @@ def render_junit(result: CompareResult) -> str:
     ET.indent(suites)
     from vitbench.escape import terminal_text
 
-    # XML 1.0 allows no control character but tab and line breaks: a model name's ESC would make
-    # the file unreadable to every CI system
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + terminal_text(ET.tostring(suites, encoding="unicode"), keep="\n\t\r") + "\n"
+    # XML 1.0 allows no control character but tab and line breaks, no surrogate and neither
+    # U+FFFE nor U+FFFF: a model name's ESC or U+FFFE would make the file unreadable to every CI system
+    text = terminal_text(ET.tostring(suites, encoding="unicode"), keep="\n\t\r")
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + re.sub("[\ud800-\udfff\ufffe\uffff]", "", text) + "\n"
 
 
 def render(result: CompareResult, fmt: str = "table") -> str:

@@ -57,11 +57,12 @@ def plot_series(one: Any, changes: Sequence[Any], path: Path) -> None:
         ax.set_ylabel(one.metric)
         ax.set_title(f"{one.metric}: {one.configuration}", fontsize=9)
         ax.legend(fontsize=7, loc="best")
-        from vitbench.reporting.plots import plain_texts
+        from vitbench.reporting.plots import plain_texts, quiet
 
         plain_texts(fig)  # a metric or model name is plain text, never mathtext
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        with quiet():  # a glyph the font lacks is not a line on the user's terminal
+            fig.tight_layout()
+            fig.savefig(path, dpi=110)
     finally:
         plt.close(fig)
 

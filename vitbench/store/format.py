@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from vitbench.input_files import loads_bounded
+from vitbench.input_files import MAX_SIZELESS_BYTES, WOULD_BLOCK, loads_bounded
 
 CRC_KEY = "_crc32"
 _TAIL = len(f',"{CRC_KEY}":"') + 8 + 2  # ,"_crc32":"xxxxxxxx"}
@@ -70,10 +71,15 @@ def scan(path: Path, decode: Any = None) -> Iterator[tuple[int, int, bytes, dict
 
     decode = decode or decode_record
     offset = 0
-    with open_input(path, f"file={str(path)!r}", StoreError) as handle:
-        for number, line in enumerate(iter(lambda: handle.readline(MAX_ROW_LINE_BYTES + 1), b""), 1):
+    where = f"file={str(path)!r}"
+    with open_input(path, where, StoreError) as handle:
+        sizeless = os.fstat(handle.fileno()).st_size == 0
+        number = 0
+        while line := _readline(handle, where, sizeless, offset, MAX_ROW_LINE_BYTES + 1):
+            number += 1
             length = len(line)
             if length > MAX_ROW_LINE_BYTES and not line.endswith(b"\n"):  # overlong: damaged, skipped whole
+                _check_sized(where, sizeless, offset + length)  # (no skipping through a pseudo-file's gigabytes)
                 length += _skip_line(handle)
                 yield number, offset, line, None
             else:
@@ -82,6 +88,34 @@ def scan(path: Path, decode: Any = None) -> Iterator[tuple[int, int, bytes, dict
                 if body.strip():
                     yield number, offset, line, decode(body) if complete else None
             offset += length
+
+
+def _check_sized(where: str, sizeless: bool, offset: int) -> None:
+    """StoreError when a file that reported size 0 has yielded over MAX_SIZELESS_BYTES."""
+    if sizeless and offset > MAX_SIZELESS_BYTES:
+        from vitbench.store.layout import StoreError
+
+        raise StoreError(f"{where}: cannot be read (it reports no size yet yields over {MAX_SIZELESS_BYTES:,} bytes: "
+                         "not a file's contents)")
+
+
+def _readline(handle: Any, where: str, sizeless: bool, offset: int, limit: int) -> bytes:
+    """The next line (at most ``limit`` bytes); at its apparent end, a descriptor
+    whose read would block (a procfs file such as ``/proc/kmsg``: the buffered reader says b"")
+    is a StoreError, and so is a file that reported size 0 yet yields over
+    :data:`~vitbench.input_files.MAX_SIZELESS_BYTES` (``/proc/self/pagemap``: not a file's contents)."""
+    if sizeless:
+        _check_sized(where, sizeless, offset)
+    try:
+        line = handle.readline(limit)
+        if not line:
+            os.read(handle.fileno(), 1)  # at the end of a regular file: b""; a would-block file raises
+    except OSError as exc:
+        from vitbench.store.layout import StoreError
+
+        why = WOULD_BLOCK if isinstance(exc, BlockingIOError) else f"cannot be read ({exc.strerror or type(exc).__name__})"
+        raise StoreError(f"{where}: {why}") from None
+    return line
 
 
 def _skip_line(handle: Any) -> int:

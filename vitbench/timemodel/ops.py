@@ -366,6 +366,7 @@ def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | N
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     from vitbench.counters.memory_trace import fake_module
+    from vitbench.errors import model_forward
     from vitbench.models.inputs import main_output
     from vitbench.models.step import autocast_dtype, step_loss
     from vitbench.timemodel.trace_setup import autocast_for
@@ -385,7 +386,8 @@ def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | N
             if mode == "train":
                 module.train()
                 with autocast_for(device_type, dtype):
-                    out = module(images)
+                    with model_forward(images):
+                        out = module(images)
                     if labels is None and main_output(out).ndim == 2:
                         recorder.recording = False
                         labels = torch.randint(0, main_output(out).shape[-1], (batch,), device=device_type)
@@ -398,7 +400,7 @@ def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | N
                     parameter.grad = None  # as zero_grad(set_to_none=True): the next step starts alike
             else:
                 module.eval()
-                with torch.inference_mode(), autocast_for(device_type, dtype):
+                with torch.inference_mode(), autocast_for(device_type, dtype), model_forward(images):
                     module(images)
         ops = recorder.ops
         if mode == "train":
@@ -473,5 +475,10 @@ def trace_target_batches(target: Any, batches: tuple[int, ...], mode: str, preci
 
         def build():
             return copy.deepcopy(target.module)
-    return trace_batches(build, target.input_size, classes, tuple(batches), mode, precision, optimizer, device_type,
-                         reparam)
+    from vitbench.errors import ModelForwardError
+
+    try:
+        return trace_batches(build, target.input_size, classes, tuple(batches), mode, precision, optimizer, device_type,
+                             reparam)
+    except ModelForwardError as exc:  # the model's own forward failed: name it
+        raise exc.named(target.label) from exc.__cause__

@@ -4,7 +4,6 @@ warning when the trace misses work, and the index of measured rows (``--measured
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any
 
@@ -91,15 +90,17 @@ def measured_index(measured: Any) -> dict[tuple[str, str, str, int, str], float]
 
     rows, _ = read_results(measured, "measured")
     where = f"measured file={str(measured)!r}" if isinstance(measured, (str, os.PathLike)) else "measured records"
+    if not rows and isinstance(measured, (str, os.PathLike)):  # an empty store, a header-only CSV: nothing measured
+        raise InputFileError(f"{where}: no rows (the file holds no records)")
     out: dict[tuple[str, str, str, int, str], float] = {}
     first: dict[tuple[str, str, str, int, str], int] = {}
     for number, row in enumerate(rows, 1):
         latency = row.get("latency_p50_s")
         if row.get("status", "ok") != "ok" or latency is None:
             continue
-        if isinstance(latency, bool) or not isinstance(latency, (int, float)) or not MIN_LATENCY_S <= latency < math.inf:
+        if isinstance(latency, bool) or not isinstance(latency, (int, float)) or not MIN_LATENCY_S <= latency <= MAX_LATENCY_S:
             raise InputFileError(f"{where}: row {number}: latency_p50_s={shown(latency, 60)}: must be a time in seconds "
-                                 f"from {MIN_LATENCY_S:g} (a finite number)")
+                                 f"from {MIN_LATENCY_S:g} to {MAX_LATENCY_S:g}")
         batch = row.get("batch_size")
         if isinstance(batch, bool) or not isinstance(batch, int) or not 1 <= batch <= MAX_MEASURED_BATCH:
             raise InputFileError(f"{where}: row {number}: batch_size={shown(batch, 60)}: must be a whole number from 1 "
@@ -116,4 +117,33 @@ def measured_index(measured: Any) -> dict[tuple[str, str, str, int, str], float]
 #: the shortest step a measured row may claim (a nanosecond: 1e-320 s is a damaged cell) and the
 #: largest batch it may name
 MIN_LATENCY_S = 1e-9
+#: the longest step a measured row may claim (a million seconds, 11.6 days: 1e300 s is a damaged cell)
+MAX_LATENCY_S = 1e6
 MAX_MEASURED_BATCH = 10**9
+
+
+def error_band(profile: Any, model: str, mode: str) -> dict[str, Any]:
+    """How far to trust a GPU prediction: the median and 90th percentile of |predicted /
+    published - 1| that the validation on timm's published throughputs measured for this
+    family of model on this GPU (``pred_error_basis`` says which measurements), or on the GPUs
+    held out of fitting when this GPU was not measured."""
+    from vitbench.timemodel.families import family
+
+    if getattr(profile, "calibrated_on", ""):
+        band = profile.validation.get("calibration", {})
+        return {"pred_error_median": band.get("median"), "pred_error_p90": band.get("p90"),
+                "pred_error_basis": f"the fit's residuals on this card's calibration (n={band.get('n')}); "
+                                    "not an error on held-out models"}
+    bands = (profile.validation or {}).get(mode, {})
+    kind = family(model)
+    device = profile.spec.key
+    if device in bands:
+        source, basis = device, f"{mode}: held-out models on {profile.spec.name}"
+    else:
+        held_out = bands.get("unvalidated", {}).get("devices", "none")
+        source, basis = "unvalidated", f"{mode}: GPUs held out of fitting ({held_out}); {profile.spec.name} not validated"
+    band = bands.get(source, {}).get(kind) or bands.get(source, {}).get("all")
+    if not band:
+        return {"pred_error_median": None, "pred_error_p90": None, "pred_error_basis": "no validation for this case"}
+    return {"pred_error_median": band["median"], "pred_error_p90": band["p90"],
+            "pred_error_basis": f"{basis}; family {kind} (n={band['n']})"}

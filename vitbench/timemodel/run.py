@@ -14,9 +14,10 @@ import itertools
 import os
 import time
 from collections.abc import Callable, Iterable
+from types import SimpleNamespace
 from typing import Any
 
-from vitbench.errors import SpecError
+from vitbench.errors import ModelForwardError, SpecError
 from vitbench.results import Records
 from vitbench.row_warnings import warning
 from vitbench.settings import MAX_THREADS, MODES, OPTIMIZERS, check_batch_size
@@ -25,7 +26,7 @@ from vitbench.timemodel.calibration.cache import cache_path, load, save
 from vitbench.timemodel.calibration.schema import PRECISION_DTYPES, Calibration, CalibrationError
 from vitbench.timemodel.calibration.worker import calibrate, default_threads
 from vitbench.timemodel.gpus import GPU_DEVICES, gpu
-from vitbench.timemodel.prediction_rows import measured_and_cost, measured_index, row_head, trace_warnings
+from vitbench.timemodel.prediction_rows import error_band, measured_and_cost, measured_index, row_head, trace_warnings
 
 PREDICT_DEVICES = ("cpu", "cuda", *GPU_DEVICES)
 #: what a prediction's step may run in: fp32 (on a GPU, CUDA cores), tf32 (fp32 with TF32 tensor
@@ -306,33 +307,6 @@ def _check_precisions(devices: list[str], precisions: list[str]) -> None:
                 raise SpecError("precision", precision, f"{spec.name} ({spec.generation}) has no {precision} tensor cores")
 
 
-def error_band(profile: Any, model: str, mode: str) -> dict[str, Any]:
-    """How far to trust a GPU prediction: the median and 90th percentile of |predicted /
-    published - 1| that the validation on timm's published throughputs measured for this
-    family of model on this GPU (``pred_error_basis`` says which measurements), or on the GPUs
-    held out of fitting when this GPU was not measured."""
-    from vitbench.timemodel.families import family
-
-    if getattr(profile, "calibrated_on", ""):
-        band = profile.validation.get("calibration", {})
-        return {"pred_error_median": band.get("median"), "pred_error_p90": band.get("p90"),
-                "pred_error_basis": f"the fit's residuals on this card's calibration (n={band.get('n')}); "
-                                    "not an error on held-out models"}
-    bands = (profile.validation or {}).get(mode, {})
-    kind = family(model)
-    device = profile.spec.key
-    if device in bands:
-        source, basis = device, f"{mode}: held-out models on {profile.spec.name}"
-    else:
-        held_out = bands.get("unvalidated", {}).get("devices", "none")
-        source, basis = "unvalidated", f"{mode}: GPUs held out of fitting ({held_out}); {profile.spec.name} not validated"
-    band = bands.get(source, {}).get(kind) or bands.get(source, {}).get("all")
-    if not band:
-        return {"pred_error_median": None, "pred_error_p90": None, "pred_error_basis": "no validation for this case"}
-    return {"pred_error_median": band["median"], "pred_error_p90": band["p90"],
-            "pred_error_basis": f"{basis}; family {kind} (n={band['n']})"}
-
-
 def predict(
     models: Any,
     *,
@@ -393,7 +367,7 @@ def predict(
         models = [models]
     targets, pricing = _resolved_and_priced(
         devices, (threads, precisions, calibration, recalibrate, on_calibrate),
-        lambda: resolve_models(models, {**(overrides or {}), **field_overrides}, input_size=input_size))
+        lambda: resolve_models(models, {**(overrides or {}), **field_overrides}, input_size=input_size), batches)
     environment = {"env_torch": torch.__version__, "vitbench_version": __version__}
     records = Records()
     counts: dict = {}  # params and MACs counted for models without a formula, by (target, batch)
@@ -401,7 +375,7 @@ def predict(
     for index, (target, run_mode, batch, prec) in enumerate(configurations):
         if on_progress is not None:
             on_progress(index, len(configurations), f"{target.label} batch {batch} {run_mode} {prec}")
-        refusal = too_many_blocks(target.spec, MAX_TRACED_BLOCKS, "tracing the step") or _too_large(target, batch)
+        refusal = _refusal(target, batch)
         traces: dict[str, Any] = {}
         for each in devices:
             cal, warnings = pricing[each]
@@ -421,6 +395,10 @@ def predict(
             except Exception as exc:  # noqa: BLE001 - any model's failure to trace becomes its row
                 traces[device_type] = exc
                 ops = exc
+            if isinstance(ops, ModelForwardError):  # the model's own forward failed: the user's to fix (exit 2)
+                row.update(status="refused", error=ops.detail, pred_basis=cal.label, warnings=row_warnings, **environment)
+                records.append(row)
+                continue
             if isinstance(ops, Exception):
                 row.update(status="error", error=f"cannot trace the step: {type(ops).__name__}: {ops}".splitlines()[0],
                            pred_basis=cal.label, warnings=row_warnings, **environment)
@@ -443,7 +421,8 @@ def predict(
     return records
 
 
-def _resolved_and_priced(devices: list[str], calibrated: tuple, resolve_targets: Callable[[], Any]) -> tuple[Any, dict]:
+def _resolved_and_priced(devices: list[str], calibrated: tuple, resolve_targets: Callable[[], Any],
+                         batches: list[int]) -> tuple[Any, dict]:
     """The models (``resolve_targets()``) and each device's pricing: a calibration file and the
     devices are checked before any model is resolved (a py: module imported); a calibration run
     (half a minute) happens only once the models are known to be good."""
@@ -451,7 +430,14 @@ def _resolved_and_priced(devices: list[str], calibrated: tuple, resolve_targets:
     arguments = (threads, [p for p in precisions if p in PRECISION_DTYPES], calibration, recalibrate, on_calibrate)
     early = {each: resolve_calibration(each, *arguments) for each in devices if calibration is not None or each != "cpu"}
     targets = resolve_targets()
+    if "cpu" not in early and all(_refusal(t, b) for t in targets for b in batches):  # nothing to price: no calibration run
+        early["cpu"] = SimpleNamespace(threads=threads, basis="none", device_name="", label="none: refused before pricing"), []
     return targets, {each: early[each] if each in early else resolve_calibration(each, *arguments) for each in devices}
+
+
+def _refusal(target: Any, batch: int) -> str | None:
+    """Why the step of ``target`` at ``batch`` is not traced, decided from its spec (nothing built)."""
+    return too_many_blocks(target.spec, MAX_TRACED_BLOCKS, "tracing the step") or _too_large(target, batch)
 
 
 def _too_large(target: Any, batch: int) -> str | None:

@@ -13,7 +13,9 @@ calls its factory. The contract:
   function (a method or ``functools.partial`` of one) whose code is not in the standard library
   or vitbench: a built-in (``os.system``), another class (``subprocess.Popen``) or a standard
   library function re-exported by the user's module (``from shutil import rmtree``) is refused
-  without being called (:func:`check_factory`).
+  without being called (:func:`check_factory`); so is a function of a well-known library
+  (:data:`LIBRARY_PACKAGES`: ``torch.load`` unpickles, ``torch.hub.load`` runs a hubconf.py),
+  while that library's ``nn.Module`` classes stay allowed.
 * **after the call**: what it returned is an ``nn.Module``, else refused
   (:func:`vitbench.models.sources.common.probe`).
 
@@ -188,6 +190,17 @@ def check_module(reference: str, module_path: str, namespace: Any) -> None:
         raise _refuse(reference, f"{module_path!r} {why}")
 
 
+#: Well-known libraries whose *functions* are never a ``py:`` factory: they load pickles
+#: (torch.load, numpy.load, joblib, dill), run downloaded or local code (torch.hub.load) or do
+#: anything but build a model. Matched on the top-level package of the function's
+#: ``__module__``; their ``nn.Module`` classes (``py:torch.nn:Linear``) stay allowed.
+LIBRARY_PACKAGES = (
+    "torch", "torchvision", "timm", "transformers", "huggingface_hub", "safetensors", "numpy", "scipy", "pandas",
+    "joblib", "dill", "cloudpickle", "yaml", "fvcore", "iopath", "matplotlib", "PIL", "submitit", "pyarrow",
+    "tabulate",
+)
+
+
 def _code_file(function: Any) -> str | None:
     code = getattr(function, "__code__", None)
     return getattr(code, "co_filename", None)
@@ -217,6 +230,11 @@ def check_factory(reference: str, factory: Any) -> None:
     why = forbidden_file(_code_file(inner))
     if why is not None:
         raise SpecError("model", reference, f"is {inner.__module__}.{inner.__qualname__}, which {why}; it was not called")
+    top = str(getattr(inner, "__module__", None) or "").split(".")[0]
+    if top in LIBRARY_PACKAGES:
+        raise SpecError("model", reference, f"is {inner.__module__}.{inner.__qualname__}, a function of the library {top!r}, "
+                                            "not a model factory (it was not called): name a library's models with "
+                                            "torchvision:, timm: or hf:, or give your own module's factory")
 
 
 # --- the factory's parameters, read from its source ------------------------------------------
@@ -276,6 +294,6 @@ def static_parameters(path: str | None, attribute: str) -> set[str] | None:
 
 
 __all__ = [
-    "NotImported", "check_factory", "check_import_allowed", "check_module", "check_static", "forbidden_file",
+    "LIBRARY_PACKAGES", "NotImported", "check_factory", "check_import_allowed", "check_module", "check_static", "forbidden_file",
     "imports_refused", "locate", "static_parameters",
 ]
