@@ -42,7 +42,8 @@ def read_results(source: Any, role: str = "results", columns: Collection[str] | 
             records, metadata = _read_store_dir(path, role)
             return _checked(Records(normalize_record(r) for r in records), where), metadata
         text = read_input_text(path, where)
-        if path.suffix.lower() == ".json" or text.lstrip()[:1] in ("{", "["):
+        first = next((c for c in text if not c.isspace()), "")  # no copy of a large file's text
+        if path.suffix.lower() == ".json" or first in ("{", "["):
             records, metadata = records_from_json(text, where)
         else:
             # typed and normalised by the reader itself: no second copy of every row

@@ -97,8 +97,15 @@ def _embed(match: re.Match, base: Path) -> str:
     mime = _MIME.get(path.suffix.lower()) if path is not None else None
     if path is None or mime is None:
         return f'{tag}data-src="{html.escape(source)}"'
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    data = base64.b64encode(_read(path)).decode("ascii")
     return f'{tag}src="data:{mime};base64,{data}"'
+
+
+def _read(path: Path) -> bytes:
+    """A file the page embeds, through the one gate of every file read (a regular file, capped)."""
+    from vitbench.input_files import MAX_RESULTS_BYTES, read_input_bytes
+
+    return read_input_bytes(path, f"file={str(path)!r}", max_bytes=MAX_RESULTS_BYTES)
 
 
 def _link(match: re.Match, base: Path) -> str:
@@ -111,7 +118,7 @@ def _link(match: re.Match, base: Path) -> str:
     mime = _DATA_MIME.get(path.suffix.lower()) if path is not None else None
     if path is None or mime is None or path.stat().st_size > MAX_EMBEDDED_LINK_BYTES:
         return match.group(0)
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    data = base64.b64encode(_read(path)).decode("ascii")
     return f'{tag}href="data:{mime};base64,{data}" download="{html.escape(path.name)}"'
 
 
@@ -143,7 +150,9 @@ def write(markdown_path: str | Path, title: str | None = None) -> Path:
     from vitbench.results import atomic_write_text
 
     source = Path(markdown_path)
-    text_md = source.read_text(encoding="utf-8")
+    from vitbench.input_files import MAX_RESULTS_BYTES, read_input_text
+
+    text_md = read_input_text(source, f"file={str(source)!r}", max_bytes=MAX_RESULTS_BYTES)
     if title is None:
         heading = re.search(r"^#\s+(.+)$", text_md, re.MULTILINE)
         title = heading.group(1).strip() if heading else source.stem
