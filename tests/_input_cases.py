@@ -123,15 +123,17 @@ def prepare(root: Path, store: Path) -> dict[str, str]:
 
 
 def _pseudo_files(root: Path, store: Path) -> dict[str, str]:
-    """Regular-type files that are no file's contents: ``/proc/kmsg`` (a read would block; where
-    it is missing, a FIFO, also refused unread) and ``/proc/self/pagemap`` (size 0, yet
-    gigabytes), as a CSV and as a store's rows.jsonl; an empty store; a header-only CSV."""
+    """Files that are no file's contents: a FIFO in the place of ``/proc/kmsg`` (the real one
+    blocks only while the kernel's log is empty, and reading it takes the log's lines away from
+    whoever reads them: the would-block read is tested with a fake handle in
+    tests/test_input_files.py) and ``/proc/self/pagemap`` (size 0, yet gigabytes), as a CSV and as
+    a store's rows.jsonl; an empty store; a header-only CSV."""
     out: dict[str, str] = {}
-    for key, target in (("kmsg", "/proc/kmsg"), ("pagemap", "/proc/self/pagemap")):
+    for key, target in (("kmsg", None), ("pagemap", "/proc/self/pagemap")):
         copy = _store_copy(store, root, f"{key}_rows_store")
         (copy / "rows.jsonl").unlink()
         for link in (root / f"{key}.csv", copy / "rows.jsonl"):
-            link.symlink_to(target) if os.path.exists(target) else os.mkfifo(link)
+            link.symlink_to(target) if target and os.path.exists(target) else os.mkfifo(link)
         out[f"{key}_csv"] = str(root / f"{key}.csv")
         out[f"{key}_rows_store"] = str(copy)
     copy = _store_copy(store, root, "empty_rows_store")
