@@ -19,7 +19,8 @@ PACKAGE = Path(vitbench.__file__).parent
 LAYERS = (
     ("vitbench.errors", "vitbench.lazy", "vitbench.units", "vitbench.documents", "vitbench.row_warnings",
      "vitbench.procfs", "vitbench.escape", "vitbench.input_files"),
-    ("vitbench.results", "vitbench.csv_records", "vitbench.record_schema", "vitbench.reading", "vitbench.store"),
+    ("vitbench.results", "vitbench.csv_records", "vitbench.csv_columns", "vitbench.record_schema", "vitbench.reading",
+     "vitbench.store"),
     ("vitbench.specs", "vitbench.settings"),
     ("vitbench.presets",),
     ("vitbench.analytic",),

@@ -4,6 +4,7 @@ metric, environment differences, and the :class:`CompareResult` with its verdict
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,12 +129,12 @@ class CompareResult:
     verdicts (missing configurations, missing metric columns); ``not_applicable``: default
     rules whose metric neither side has."""
 
-    rows: tuple[MetricComparison, ...]
+    rows: Sequence[MetricComparison]  # a tuple, or the columnar gate's rows (built one at a time)
     rules: tuple[Rule, ...]
     key_columns: tuple[str, ...]
     env_differences: tuple[EnvDifference, ...] = ()
-    added: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
+    added: Sequence[str] = ()
+    removed: Sequence[str] = ()
     warnings: tuple[str, ...] = ()
     alpha: float = DEFAULT_ALPHA
     failures: tuple[str, ...] = ()
@@ -141,12 +142,22 @@ class CompareResult:
 
     @property
     def regressions(self) -> tuple[MetricComparison, ...]:
+        if hasattr(self.rows, "where"):  # the columnar gate's rows: found on its arrays
+            return self.rows.where(("REGRESSION",))
         return tuple(r for r in self.rows if r.regression)
 
     @property
     def failed_rows(self) -> tuple[MetricComparison, ...]:
-        """Rows whose verdict fails the gate (REGRESSION, MISSING)."""
+        """Rows whose verdict fails the gate (REGRESSION, MISSING, INVALID)."""
+        if hasattr(self.rows, "where"):
+            return self.rows.where(FAILING)
         return tuple(r for r in self.rows if r.failed)
+
+    def configurations(self) -> int:
+        """How many configurations the rows compare."""
+        if hasattr(self.rows, "configurations"):
+            return self.rows.configurations()
+        return len({r.configuration for r in self.rows})
 
     @property
     def passed(self) -> bool:
@@ -158,6 +169,8 @@ class CompareResult:
         return 0 if self.passed else 1
 
     def counts(self) -> dict[str, int]:
+        if hasattr(self.rows, "verdict_counts"):
+            return self.rows.verdict_counts()
         out: dict[str, int] = {}
         for row in self.rows:
             out[row.verdict] = out.get(row.verdict, 0) + 1

@@ -18,6 +18,11 @@ from vitbench.reporting.format import render as render_records
 #: Markdown tables longer than this are folded into a <details> block (failures are listed
 #: above it in full).
 MARKDOWN_OPEN_ROWS = 30
+#: A terminal or markdown report of more comparisons than this lists only the rows that are not
+#: ok or unchanged (at most this many) and counts the rest: ``--format csv`` or ``json`` has them all
+LISTED_ROWS = 1000
+#: More warnings than this are summarised: each distinct message once, with how many rows gave it
+LISTED_WARNINGS = 50
 
 _COLUMNS = ("configuration", "metric", "baseline", "current", "change", "p", "rule", "verdict")
 
@@ -26,7 +31,7 @@ def summary_line(result: CompareResult) -> str:
     """``PASS: 0 regressions, 0 not significant, 4 ok (4 comparisons over 2 configurations;
     rules: ...)``, with the gate's other failures counted."""
     counts = result.counts()
-    configs = len({r.configuration for r in result.rows})
+    configs = result.configurations()
     regressions = counts.get("REGRESSION", 0)
     parts = [f"{regressions} regression{'s' * (regressions != 1)}"]
     if counts.get("MISSING"):
@@ -59,8 +64,38 @@ def _p_text(row) -> str:
     return ""
 
 
+def _listed(result: CompareResult) -> tuple[Any, int]:
+    """The rows a terminal or markdown report lists, and how many it leaves out: every row, or for
+    a comparison of over :data:`LISTED_ROWS` rows the first of those whose verdict is neither ok
+    nor unchanged."""
+    if len(result.rows) <= LISTED_ROWS:
+        return result.rows, 0
+    notable = ("REGRESSION", "MISSING", "INVALID", "not significant", "changed", "n/a")
+    if hasattr(result.rows, "where"):
+        picked = result.rows.where(notable)
+    else:
+        picked = tuple(r for r in result.rows if r.verdict in notable)
+    picked = picked[:LISTED_ROWS]
+    return picked, len(result.rows) - len(picked)
+
+
+def _warning_lines(warnings: Any) -> list[str]:
+    """Warnings, each distinct message once with a count when there are over :data:`LISTED_WARNINGS`
+    (``baseline cfg: busy machine`` x 10^5 reads as one line)."""
+    if len(warnings) <= LISTED_WARNINGS:
+        return list(warnings)
+    counted: dict[str, list[Any]] = {}
+    for text in warnings:
+        _, _, message = text.partition(": ")
+        entry = counted.setdefault(message or text, [0, text])
+        entry[0] += 1
+    return [f"{message} ({count:,} rows, e.g. {example})" if count > 1 else example
+            for message, (count, example) in counted.items()]
+
+
 def table_rows(result: CompareResult) -> list[dict[str, Any]]:
-    """Rows for display: humanised values, one per configuration and metric."""
+    """Rows for display: humanised values, one per configuration and metric (for a large
+    comparison, those :func:`_listed` picks)."""
     return [
         {
             "configuration": r.configuration,
@@ -72,7 +107,7 @@ def table_rows(result: CompareResult) -> list[dict[str, Any]]:
             "rule": ", ".join(r.rules),
             "verdict": r.verdict + (f" ({r.note})" if r.note else ""),
         }
-        for r in result.rows
+        for r in _listed(result)[0]
     ]
 
 
@@ -80,23 +115,27 @@ def _notes(result: CompareResult) -> list[tuple[str, list[str]]]:
     notes: list[tuple[str, list[str]]] = []
     if result.failures:
         notes.append(("Gate failures", list(result.failures)))
-    if result.failed_rows:
+    failed_rows = result.failed_rows
+    if failed_rows:
         notes.append(("Regressions", [
             f"{r.configuration} {r.metric}: {r.change_text or r.note} breaks {', '.join(r.failed_rules)}"
             + (f" (p={r.p_value:.2g}, runs {r.runs_baseline} vs {r.runs_current})" if r.p_value is not None else "")
             + (f" ({r.note})" if r.note and r.change_text else "")
-            for r in result.failed_rows
-        ]))
+            for r in failed_rows[:LISTED_ROWS]
+        ] + ([f"... and {len(failed_rows) - LISTED_ROWS:,} more (--format csv or json lists them all)"]
+             if len(failed_rows) > LISTED_ROWS else [])))
     if result.env_differences:
         notes.append(("Environment differences (reported, not failures)", [str(d) for d in result.env_differences]))
-    if result.removed:
-        notes.append(("Only in baseline (missing from current)", list(result.removed)))
-    if result.added:
-        notes.append(("Only in current (added)", list(result.added)))
+    for title, labels in (("Only in baseline (missing from current)", result.removed),
+                          ("Only in current (added)", result.added)):
+        if len(labels):
+            shown = list(labels[:LISTED_ROWS])
+            more = len(labels) - len(shown)
+            notes.append((title, shown + ([f"... and {more:,} more"] if more else [])))
     if result.not_applicable:
         notes.append(("Default rules not applicable (metric in neither file)", list(result.not_applicable)))
     if result.warnings:
-        notes.append(("Warnings", list(result.warnings)))
+        notes.append(("Warnings", _warning_lines(result.warnings)))
     return notes
 
 
@@ -171,6 +210,16 @@ def render_junit(result: CompareResult) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + re.sub("[\ud800-\udfff\ufffe\uffff]", "", text) + "\n"
 
 
+def _body(result: CompareResult, rows: list[dict[str, Any]], left_out: int, markdown: bool) -> str:
+    """The table of listed rows, and a line counting those left out."""
+    body = render_records(rows, "markdown" if markdown else "table", list(_COLUMNS)) if rows else ""
+    if left_out:
+        first = f"the first {LISTED_ROWS:,} others listed; " if len(rows) == LISTED_ROWS else ""
+        body += ("\n\n" if body else "") + (f"{left_out:,} of {len(result.rows):,} comparisons not listed (ok or "
+                                              f"unchanged; {first}--format csv or json lists every comparison)")
+    return body
+
+
 def render(result: CompareResult, fmt: str = "table") -> str:
     """The comparison as ``table`` (terminal), ``markdown`` (pull-request comment), ``json``,
     ``csv`` (one row per configuration and metric, raw values) or ``junit`` (JUnit XML)."""
@@ -186,13 +235,15 @@ def render(result: CompareResult, fmt: str = "table") -> str:
         return render_records(flat, "csv")
     markdown = fmt == "markdown"
     rows = table_rows(result)
-    body = render_records(rows, "markdown" if markdown else "table", list(_COLUMNS))
+    left_out = _listed(result)[1]
+    body = _body(result, rows, left_out, markdown)
     summary = summary_line(result)
     notes = _notes(result)
     if markdown:
         out = [f"### vitbench compare: {'PASS' if result.passed else 'FAIL'}", "", f"**{summary}**", ""]
         if len(rows) > MARKDOWN_OPEN_ROWS:  # keep a pull-request comment short: fold big tables
-            out += [f"<details><summary>All {len(rows)} comparisons</summary>", "", body, "", "</details>"]
+            shown = f"All {len(rows)}" if not left_out else f"{len(rows):,} of {len(result.rows):,}"
+            out += [f"<details><summary>{shown} comparisons</summary>", "", body, "", "</details>"]
         else:
             out.append(body)
         for title, items in notes:

@@ -1,0 +1,223 @@
+"""The columnar reader (:mod:`vitbench.csv_columns`) and gate (:mod:`vitbench.gate.columnar`)
+against the record path they stand in for on large files: on generated files, every record the
+columnar reader answers for equals the record reader's (value and type), and every comparison
+the columnar gate answers for equals the record path's (p-values to rounding: numpy's sums of
+logarithms against ``math.fsum``). Each test also checks that the columnar path was taken, so
+none passes by falling back."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vitbench import csv_columns
+from vitbench.csv_records import records_from_csv
+from vitbench.gate import compare, verdicts
+from vitbench.gate.array_verdicts import Verdicts as _Verdicts
+from vitbench.reporting import gate as gate_report
+
+SETTINGS = settings(derandomize=True, database=None, deadline=None, max_examples=40, print_blob=False,
+                    suppress_health_check=list(HealthCheck))
+
+
+def _same(a, b) -> bool:
+    """Equal values of equal types (lists element by element)."""
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and (a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b)))
+
+
+# --------------------------------------------------------------------------- the reader
+
+_CELLS = st.one_of(
+    st.integers(-10**20, 10**20).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.floats(0, 1e6).map(lambda x: f"{x:.3e}"),
+    st.sampled_from(["", "nan", "None", "16.0", "+5", "1e3", "007", "-0", " 5", "1_000", "true", "x", "1e999",
+                     "[0.5, 1.5]", "[1e-3,2e-3]", "[]", "[1, 2]", "auto"]),
+    st.lists(st.floats(1e-9, 10), min_size=1, max_size=4).map(lambda v: "[" + ",".join(map(repr, v)) + "]"),
+)
+_NAMES = st.sampled_from(["latency_p50_s", "peak_memory_bytes", "macs", "params", "throughput_img_s", "run_medians_s",
+                          "samples_s", "env_torch", "tokens", "note", "attn_matmul_share", "batch_size", "status"])
+
+
+def _write(path, header, rows) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    path.write_text(buffer.getvalue())
+    return buffer.getvalue()
+
+
+@SETTINGS
+@given(columns=st.lists(_NAMES, min_size=1, max_size=5, unique=True), data=st.data())
+def test_every_record_the_columnar_reader_gives_is_the_record_readers(tmp_path_factory, columns, data):
+    header = ["model", *columns]
+    n = data.draw(st.integers(1, 30))
+    kinds = {c: data.draw(st.lists(_CELLS, min_size=1, max_size=6)) for c in columns}
+    rows = [[f"m{i % 7}"] + [data.draw(st.sampled_from(kinds[c])) for c in columns] for i in range(n)]
+    path = tmp_path_factory.mktemp("r") / "r.csv"
+    text = _write(path, header, rows)
+    try:
+        expected = records_from_csv(text, "f", set(header))
+    except Exception:  # noqa: BLE001 (a refused file: the columnar reader must not answer for it)
+        expected = None
+    for limit in (1, csv_columns.DISTINCT_LIMIT):  # many distinct cells (Arrow's typing), few (the record rule)
+        table = csv_columns.read_csv_columns(path, "f", set(header), min_bytes=0, distinct_limit=limit)
+        if table is None:
+            continue
+        assert expected is not None
+        got = [table.record(i) for i in range(table.n)]
+        assert len(got) == len(expected)
+        for mine, theirs in zip(got, expected):
+            assert mine.keys() == theirs.keys()
+            assert all(_same(mine[k], theirs[k]) for k in mine), (mine, theirs)
+
+
+def test_the_columnar_reader_answers_for_a_plain_results_file(tmp_path):
+    """Not vacuous: a plain file is read on columns, by both typings, equal to the record reader."""
+    header = ["model", "batch_size", "latency_p50_s", "peak_memory_bytes", "run_medians_s", "macs"]
+    rows = [[f"m{i}", str(1 + i % 4), repr(0.001 * (1 + i / 97)), str(1000 + i), f"[{0.001 * (1 + i / 89)!r},0.002]",
+             str(10**15 + i)] for i in range(200)]
+    path = tmp_path / "r.csv"
+    text = _write(path, header, rows)
+    expected = records_from_csv(text, "f", set(header))
+    for limit in (1, 10**6):
+        table = csv_columns.read_csv_columns(path, "f", set(header), min_bytes=0, distinct_limit=limit)
+        assert table is not None
+        assert {name: c.kind for name, c in table.columns.items()}["latency_p50_s"] == ("mixed" if limit == 1 else "values")
+        assert all(all(_same(table.record(i)[k], r[k]) for k in r) for i, r in enumerate(expected))
+
+
+@pytest.mark.parametrize("text", [
+    "model,x\r\na,1\r\n",            # \r: the record reader's
+    "model,x\na,1\nb\n",             # a short row: refused with its row number by the record reader
+    "model,x\na,'=1\n",              # a quoted cell (csv_cell's ')
+    "\ufeffmodel,x\na,1\n",          # a byte-order mark
+    "model,model\na,1\n",            # a name twice
+])
+def test_files_the_columnar_reader_leaves_to_the_record_reader(tmp_path, text):
+    path = tmp_path / "r.csv"
+    path.write_text(text)
+    assert csv_columns.read_csv_columns(path, "f", {"model", "x"}, min_bytes=0) is None
+
+
+# --------------------------------------------------------------------------- the gate
+
+
+def _results(draw, n: int, shift: float, seed: int) -> list[list[str]]:
+    rows = []
+    for i in range(n):
+        step = 0.001 * (1 + ((i * 7919 + seed) % 101) / 50)
+        runs = draw(st.sampled_from([5, 5, 5, 1, 2, 0]))
+        factor = shift if draw(st.booleans()) else 1.0
+        medians = [step * factor * (1 + 0.01 * ((k * 31 + i + seed) % 7)) for k in range(runs)]
+        status = draw(st.sampled_from(["ok"] * 12 + ["oom", ""]))
+        latency = draw(st.sampled_from([repr(step * factor)] * 10 + ["", "0", "-1", "inf"]))
+        memory = draw(st.sampled_from([str(1000 + i), str(1000 + i), str(int((1000 + i) * factor * 1.2)), ""]))
+        warning = draw(st.sampled_from([""] * 6 + ["busy machine: load 1.3"]))
+        rows.append([f"net-{i % 5}", str(1 + i // 5), "cpu", "infer", "fp32", status, repr(1 / (step * factor)),
+                     latency, memory, str(10**9 + i), "[" + ",".join(map(repr, medians)) + "]" if medians else "",
+                     "[0.001,0.002]", warning, draw(st.sampled_from(["2.14.1", "2.15.0"]))])
+    return rows
+
+
+HEADER = ["model", "batch_size", "device", "mode", "precision", "status", "throughput_img_s", "latency_p50_s",
+          "peak_memory_bytes", "macs", "run_medians_s", "samples_s", "warnings", "env_torch"]
+
+
+def _compare_both(monkeypatch, a, b, rules):
+    monkeypatch.setattr(verdicts, "COLUMNAR_MIN_BYTES", 0)
+    columnar = compare(a, b, rules)
+    monkeypatch.setattr(verdicts, "COLUMNAR_MIN_BYTES", 1 << 60)
+    records = compare(a, b, rules)
+    return columnar, records
+
+
+def _assert_equal_results(columnar, records) -> None:
+    assert isinstance(columnar.rows, _Verdicts)  # the columnar gate answered
+    assert len(columnar.rows) == len(records.rows)
+    for mine, theirs in zip(columnar.rows, records.rows):
+        assert dataclasses.replace(mine, p_value=None) == dataclasses.replace(theirs, p_value=None)
+        assert (mine.p_value is None) == (theirs.p_value is None)
+        if mine.p_value is not None:
+            assert mine.p_value == pytest.approx(theirs.p_value, rel=1e-9, abs=1e-12)
+    mine, theirs = columnar.as_dict(), records.as_dict()
+    for key in theirs:
+        if key not in ("rows", "regressions"):
+            assert mine[key] == theirs[key], key
+    assert columnar.counts() == records.counts() and list(columnar.counts()) == list(records.counts())
+    assert [r.configuration for r in columnar.failed_rows] == [r.configuration for r in records.failed_rows]
+
+
+@SETTINGS
+@given(data=st.data())
+def test_every_verdict_of_the_columnar_gate_is_the_record_paths(tmp_path_factory, monkeypatch, data):
+    n_base, n_cur = data.draw(st.integers(1, 40)), data.draw(st.integers(1, 40))
+    base_rows = _results(data.draw, n_base, 1.0, 0)
+    cur_rows = _results(data.draw, n_cur, data.draw(st.sampled_from([1.0, 1.02, 1.3, 0.8])), 3)
+    folder = tmp_path_factory.mktemp("g")
+    _write(folder / "a.csv", HEADER, base_rows)
+    _write(folder / "b.csv", HEADER, cur_rows)
+    rules = data.draw(st.sampled_from([None, ["throughput:-5%", "latency_p50:+3%", "peak_memory:+10", "macs:0"],
+                                       ["throughput:10%", "peak_memory_bytes:+0%"], ["latency_p50_s:-2%"]]))
+    flags = data.draw(st.sampled_from([{}, {"allow_missing_rows": True}]))
+    monkeypatch.setattr(verdicts, "COLUMNAR_MIN_BYTES", 0)
+    try:
+        columnar = compare(folder / "a.csv", folder / "b.csv", rules, **flags)
+    except Exception as exc:  # noqa: BLE001 (the record path must raise the same)
+        monkeypatch.setattr(verdicts, "COLUMNAR_MIN_BYTES", 1 << 60)
+        with pytest.raises(type(exc)) as caught:
+            compare(folder / "a.csv", folder / "b.csv", rules, **flags)
+        assert str(caught.value) == str(exc)
+        return
+    monkeypatch.setattr(verdicts, "COLUMNAR_MIN_BYTES", 1 << 60)
+    records = compare(folder / "a.csv", folder / "b.csv", rules, **flags)
+    _assert_equal_results(columnar, records)
+    for fmt in ("table", "markdown", "csv", "json"):
+        assert _close_text(gate_report.render(columnar, fmt)) == _close_text(gate_report.render(records, fmt))
+
+
+def _close_text(text: str) -> str:
+    """A rendering with its p-values cut to 6 significant digits (they agree to rounding)."""
+    import re
+
+    return re.sub(r'("p_value": |p=|,)(\d\.\d{6})\d*(e-?\d+)?', r"\1\2\3", text)
+
+
+def test_the_columnar_gate_finds_a_regression_among_plain_rows(tmp_path, monkeypatch):
+    """Not vacuous: a 30% slowdown with 5 runs a side is a significant regression on both paths."""
+    base = [[f"net-{i}", "8", "cpu", "infer", "fp32", "ok", repr(8 / 0.01), repr(0.01), "1000", "5",
+             "[0.0100,0.0101,0.0102,0.0099,0.0100]", "", "", "2.14.1"] for i in range(10)]
+    cur = [row[:] for row in base]
+    cur[3][6] = repr(8 / 0.013)
+    cur[3][10] = "[0.0130,0.0131,0.0132,0.0129,0.0130]"
+    _write(tmp_path / "a.csv", HEADER, base)
+    _write(tmp_path / "b.csv", HEADER, cur)
+    columnar, records = _compare_both(monkeypatch, tmp_path / "a.csv", tmp_path / "b.csv", None)
+    _assert_equal_results(columnar, records)
+    assert [(r.configuration, r.metric) for r in columnar.regressions] == [("net-3 b8 cpu infer fp32", "throughput_img_s")]
+    assert columnar.exit_code == 1
+
+
+def test_a_large_comparison_lists_only_what_is_not_ok(tmp_path, monkeypatch):
+    base = [[f"net-{i}", "8", "cpu", "infer", "fp32", "ok", repr(8 / 0.01), repr(0.01), "1000", "5",
+             "[0.0100,0.0101,0.0102,0.0099,0.0100]", "", "busy machine: load 2", "2.14.1"] for i in range(40)]
+    cur = [row[:] for row in base]
+    cur[7][8] = "2000"
+    _write(tmp_path / "a.csv", HEADER, base)
+    _write(tmp_path / "b.csv", HEADER, cur)
+    monkeypatch.setattr(gate_report, "LISTED_ROWS", 10)
+    monkeypatch.setattr(gate_report, "LISTED_WARNINGS", 5)
+    result, _ = _compare_both(monkeypatch, tmp_path / "a.csv", tmp_path / "b.csv", None)
+    text = gate_report.render(result, "markdown")
+    assert "net-7 b8 cpu infer fp32" in text and "net-8 b8" not in text.split("**Warnings**")[0]
+    assert f"{len(result.rows) - 1:,} of {len(result.rows):,} comparisons not listed" in text
+    assert "(80 rows, e.g. baseline net-0 b8 cpu infer fp32: busy machine: load 2)" in text
