@@ -57,7 +57,7 @@ class Column:
     marks the cells that hold a value (None elsewhere)."""
 
     kind: str
-    present: np.ndarray
+    present: np.ndarray | None  # None for a ``values`` column: its codes say it (:meth:`has`)
     codes: np.ndarray | None = None
     values: tuple[Any, ...] = ()
     ints: np.ndarray | None = None
@@ -65,6 +65,13 @@ class Column:
     is_int: np.ndarray | None = None
     flat: np.ndarray | None = None
     offsets: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.codes if self.kind == "values" else self.present)
+
+    def has(self) -> np.ndarray:
+        """Which cells hold a value."""
+        return self.codes >= 0 if self.kind == "values" else self.present
 
     def value(self, i: int) -> Any:
         """Cell ``i`` as the record reader gives it (a fresh list for a list cell)."""
@@ -173,7 +180,7 @@ def read_csv_columns(path: str | os.PathLike, where: str, wanted: Any, *, min_by
             return None
         columns[name] = column
     _trim()
-    n = len(columns[keep[0]].present)
+    n = len(columns[keep[0]])
     if n == 0:
         return None
     result = ColumnTable(tuple(keep), tuple(header), n, columns)
@@ -393,7 +400,12 @@ def _by_distinct(name: str, distinct: list[str], indices: np.ndarray) -> Column 
             values.append(value)
         code_of[k] = where[marker]
     codes = code_of[indices.astype(np.int64)]
-    return Column("values", codes >= 0, codes=codes, values=tuple(values))
+    # the smallest integer type that holds the codes: most columns have a few distinct values
+    for small in (np.int8, np.int16):
+        if len(values) < np.iinfo(small).max:
+            codes = codes.astype(small)
+            break
+    return Column("values", None, codes=codes, values=tuple(values))
 
 
 def _meets_schema(table: ColumnTable) -> bool:

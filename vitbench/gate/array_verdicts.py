@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from vitbench.csv_columns import Column
+from vitbench.csv_columns import Column, _trim
 from vitbench.gate import verdicts as record_path
 from vitbench.gate.result import FAILING, MetricComparison
 from vitbench.gate.rules import Rule, is_rate, is_timing_metric
@@ -69,20 +69,39 @@ def _finite_counts(column: Column | None, n: int) -> tuple[np.ndarray, np.ndarra
 # --------------------------------------------------------------------------- verdicts on arrays
 
 
-def _welch_p(mean_a, var_a, n_a, mean_b, var_b, n_b, d, side: np.ndarray, spread_free: np.ndarray) -> np.ndarray:
-    """:func:`vitbench.measure.stats.run_shift`'s p on arrays (``side``: 1 greater, -1 less, 0 two-sided)."""
-    from scipy.special import stdtr
+class _Runs:
+    """The runs' statistics of the common configurations (:func:`vitbench.measure.stats.run_shift`
+    on arrays): what every timing metric and rule shares, computed once."""
 
-    beyond = np.where(side > 0, d > 0, np.where(side < 0, d < 0, d != 0))
-    with np.errstate(divide="ignore", invalid="ignore"):  # rows of under 2 runs: their p is not used
-        se_a, se_b = var_a / n_a, var_b / n_b
-        se = se_a + se_b
-        t = d / np.sqrt(se)
-        spread = se_a**2 / (n_a - 1) + se_b**2 / (n_b - 1)
-        df = np.where(spread > 0, se**2 / spread, np.minimum(n_a, n_b) - 1.0)
-        p = np.where(side > 0, stdtr(df, -t), np.where(side < 0, stdtr(df, t), np.minimum(1.0, 2 * stdtr(df, -np.abs(t)))))
-    no_spread = spread_free | (se == 0)
-    return np.where(no_spread, np.where(beyond, 0.0, 1.0), p)
+    def __init__(self, base: tuple[np.ndarray, ...], cur: tuple[np.ndarray, ...]) -> None:
+        mean_a, var_a, n_a, top_a, same_a = base
+        mean_b, var_b, n_b, top_b, same_b = cur
+        self.shift = mean_b - mean_a
+        self.counts = (n_a, n_b)
+        self.enough = (n_a >= MIN_RUNS) & (n_b >= MIN_RUNS)
+        self.top = np.maximum(top_a, top_b)
+        with np.errstate(divide="ignore", invalid="ignore"):  # rows of under 2 runs: their p is not used
+            se_a, se_b = var_a / n_a, var_b / n_b
+            se = se_a + se_b
+            spread = se_a**2 / (n_a - 1) + se_b**2 / (n_b - 1)
+            self.df = np.where(spread > 0, se**2 / spread, np.minimum(n_a, n_b) - 1.0)
+            self.scale = np.sqrt(se)
+        # no run differs from its side's others, or a spread too small for a float: p is 0 or 1
+        self.no_spread = (same_a & same_b) | (se == 0)
+
+    def p(self, d: np.ndarray, side: int) -> np.ndarray:
+        """Welch's p for mean differences ``d`` (``side``: 1 greater, -1 less, 0 two-sided)."""
+        from scipy.special import stdtr
+
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = d / self.scale
+            if side > 0:
+                p, beyond = stdtr(self.df, -t), d > 0
+            elif side < 0:
+                p, beyond = stdtr(self.df, t), d < 0
+            else:
+                p, beyond = np.minimum(1.0, 2 * stdtr(self.df, -np.abs(t))), d != 0
+        return np.where(self.no_spread, np.where(beyond, 0.0, 1.0), p)
 
 
 class Verdicts(Sequence):
@@ -119,11 +138,9 @@ class Verdicts(Sequence):
         self.n_base, self.n_cur = b_samples[b_rows], c_samples[c_rows]
         if timing:
             plain &= b_ok[b_rows] & c_ok[c_rows]
-            stats = [_run_stats(flat, offsets, rows) for flat, offsets, rows in
-                     ((b_flat, b_off, b_rows), (c_flat, c_off, c_rows))]
-            self.runs = stats
-            max_step = np.maximum(stats[0][3], stats[1][3])
-            plain &= max_step < record_path.MAX_STEP_S
+            self.runs = _Runs(_run_stats(b_flat, b_off, b_rows), _run_stats(c_flat, c_off, c_rows))
+            _trim()
+            plain &= self.runs.top < record_path.MAX_STEP_S
         m = len(self.metrics)
         self.verdict = np.zeros((n, m), dtype=np.int8)
         timing_metrics = [j for j, metric in enumerate(self.metrics) if is_timing_metric(metric)]
@@ -163,27 +180,23 @@ class Verdicts(Sequence):
         p = np.full(len(b), np.nan)
         not_assessed = np.zeros(len(b), bool)
         if is_timing_metric(metric):
-            (mean_a, var_a, n_a, top_a, low_a), (mean_b, var_b, n_b, top_b, low_b) = self.runs
-            enough = (n_a >= MIN_RUNS) & (n_b >= MIN_RUNS)
-            not_assessed = ~enough
-            spread_free = (top_a == low_a) & (top_b == low_b)
-            shift = mean_b - mean_a
+            runs = self.runs
+            not_assessed = ~runs.enough
             best = np.full(len(b), np.inf)
             used_any = np.zeros(len(b), bool)
             for k, rule in enumerate(rules):
                 margin, side, has = _margin(rule, metric, b)
                 use = has & (failing[:, k] | ~broken)  # the rules the values break, else every rule
-                if np.any(use & (~np.isfinite(margin) | (margin <= 0)) & self.plain & enough):
+                if np.any(use & (~np.isfinite(margin) | (margin <= 0)) & self.plain & runs.enough):
                     raise Fallback("a margin run_shift refuses")
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    d = shift - np.log(np.where(use, margin, 1.0))
-                pk = _welch_p(mean_a, var_a, n_a, mean_b, var_b, n_b, d, side, spread_free)
-                best = np.where(use, np.minimum(best, pk), best)
+                    d = runs.shift - np.log(np.where(use, margin, 1.0))
+                best = np.where(use, np.minimum(best, runs.p(d, side)), best)
+                del d, margin
                 used_any |= use
-            two_sided = _welch_p(mean_a, var_a, n_a, mean_b, var_b, n_b, shift, np.zeros(len(b), np.int8), spread_free)
-            p = np.where(used_any, best, two_sided)
-            p = np.where(enough, p, np.nan)
-            self.runs_counts = (n_a, n_b)
+            p = np.where(used_any, best, runs.p(runs.shift, 0))
+            p[not_assessed] = np.nan
+            self.runs_counts = runs.counts
         if j in self.p_column:
             self.p[:, self.p_column[j]] = p
         if not rules:
@@ -331,18 +344,20 @@ def _per_row(function: Any, flat: np.ndarray, offsets: np.ndarray) -> np.ndarray
 
 
 def _run_stats(flat: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Per row of ``rows``: (mean log, sample variance of the logs, runs, largest, smallest) of
-    its per-run medians (:func:`vitbench.measure.stats.run_shift`'s statistics)."""
+    """Per row of ``rows``: (mean log, sample variance of the logs, runs, largest, all runs equal)
+    of its per-run medians (:func:`vitbench.measure.stats.run_shift`'s statistics)."""
     counts = np.diff(offsets)
-    logs = np.log(np.where(flat > 0, flat, 1.0))
+    with np.errstate(divide="ignore", invalid="ignore"):  # a row with a value <= 0 is not plain
+        logs = np.log(flat)
     mean = _per_row(np.add, logs, offsets) / np.maximum(counts, 1)
     logs -= np.repeat(mean, counts)
     np.square(logs, out=logs)
     squares = _per_row(np.add, logs, offsets)
     del logs
     variance = np.where(counts > 1, squares / np.maximum(counts - 1, 1), 0.0)
-    top, low = _per_row(np.maximum, flat, offsets), _per_row(np.minimum, flat, offsets)
-    return mean[rows], variance[rows], counts[rows], top[rows], low[rows]
+    top = _per_row(np.maximum, flat, offsets)
+    same = top == _per_row(np.minimum, flat, offsets)
+    return mean[rows], variance[rows], counts[rows], top[rows], same[rows]
 
 
 def _violated(rule: Rule, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -363,12 +378,13 @@ def _violated(rule: Rule, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.abs(change) > rule.threshold
 
 
-def _margin(rule: Rule, metric: str, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`vitbench.gate.verdicts._step_time_margin` on arrays: (margin, side, has a margin)."""
+def _margin(rule: Rule, metric: str, b: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+    """:func:`vitbench.gate.verdicts._step_time_margin` on arrays: (margin, side: 1 greater, -1
+    less, 0 two-sided; has a margin)."""
     n = len(b)
     way = rule.failing_direction()
     if rule.exact or not way:
-        return np.ones(n), np.zeros(n, np.int8), np.ones(n, bool)
+        return np.ones(n), 0, np.ones(n, bool)
     step = rule.threshold * np.abs(b) / 100 if rule.relative else np.full(n, rule.threshold)
     bound = b + way * step
     has = (bound > 0) & (b > 0)
@@ -379,4 +395,4 @@ def _margin(rule: Rule, metric: str, b: np.ndarray) -> tuple[np.ndarray, np.ndar
         else:
             margin = np.where(has, bound / b, 1.0)
             side = 1 if way > 0 else -1
-    return margin, np.full(n, side, np.int8), has
+    return margin, side, has

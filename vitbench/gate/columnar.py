@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from vitbench import row_warnings
-from vitbench.csv_columns import Column, ColumnTable
+from vitbench.csv_columns import Column, ColumnTable, _trim
 from vitbench.errors import InputFileError
 from vitbench.gate import verdicts as record_path
 from vitbench.gate.array_verdicts import Fallback, Verdicts
@@ -66,7 +66,7 @@ def _present(column: Column | None) -> bool:
         return False
     if column.kind == "values":
         return bool(np.any(column.codes >= 0))
-    return bool(column.present.any())
+    return bool(column.has().any())
 
 
 def _text_ids(column: Column | None, n: int, ids: dict[str, int], text: Any = key_text) -> np.ndarray:
@@ -156,7 +156,7 @@ class _Comparison:
                 column = side.column(rule.metric)
                 if column is None:
                     continue
-                present = column.codes >= 0 if column.kind == "values" else column.present
+                present = column.has()
                 if not present.any():
                     continue
                 value = column.value(int(np.argmax(present)))
@@ -174,7 +174,7 @@ class _Comparison:
         def everywhere(column: Column | None) -> bool:
             if column is None:
                 return False
-            return bool(((column.codes >= 0) if column.kind == "values" else column.present).all())
+            return bool(column.has().all())
 
         if everywhere(self.base.column("spec_key")) and everywhere(self.cur.column("spec_key")):
             identity = ["spec_key"]
@@ -278,6 +278,7 @@ class _Comparison:
         in_cur[base_rows] = True
         removed_rows = np.flatnonzero(~in_cur)
         added_rows = np.flatnonzero(~in_base)
+        del base_keys, cur_keys, order, sorted_keys, spot, in_base, in_cur
         if removed_rows.size:
             text = f"{removed_rows.size} of {self.base.n} baseline configurations missing from current"
             if self.allow_missing_rows:
@@ -293,7 +294,9 @@ class _Comparison:
         self.keys = keys
         base_label, cur_label = self._label_code(self.base, keys), self._label_code(self.cur, keys)
         common_clash = self._clashes(cur_label[cur_rows])
-        base_clash, cur_clash = self._clashes(base_label), self._clashes(cur_label)
+        removed_clash, added_clash = self._clashes(base_label)[removed_rows], self._clashes(cur_label)[added_rows]
+        del base_label, cur_label
+        _trim()  # the keys' and labels' working arrays go back before the verdicts' are made
 
         rows = Verdicts(self, metrics, active, base_rows, cur_rows, common_clash, keys)
         scalar = rows.decide()
@@ -310,7 +313,8 @@ class _Comparison:
         return CompareResult(
             rows=rows, rules=tuple(active), key_columns=keys,
             env_differences=self._env_differences(base_rows, cur_rows),
-            added=_Labels(self, self.cur, added_rows, cur_clash), removed=_Labels(self, self.base, removed_rows, base_clash),
+            added=_Labels(self, self.cur, added_rows, added_clash),
+            removed=_Labels(self, self.base, removed_rows, removed_clash),
             warnings=tuple(warnings), alpha=self.alpha, failures=tuple(failures), not_applicable=tuple(not_applicable),
         )
 
@@ -344,7 +348,7 @@ class _Comparison:
         def present(side: _Side, picked: np.ndarray) -> set[str]:  # columns with a value in the common rows
             out = set()
             for name, column in side.columns.items():
-                has = (column.codes >= 0) if column.kind == "values" else column.present
+                has = column.has()
                 if has[picked].any():
                     out.add(name)
             return out
@@ -381,8 +385,7 @@ class _Labels(Sequence):
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        row = int(self.rows[index])
-        return self.comparison.label(self.side, row, bool(self.clash[row]))
+        return self.comparison.label(self.side, int(self.rows[index]), bool(self.clash[index]))
 
     def __iter__(self) -> Iterator[str]:
         return (self[i] for i in range(len(self)))
