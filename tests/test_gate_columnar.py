@@ -221,3 +221,36 @@ def test_a_large_comparison_lists_only_what_is_not_ok(tmp_path, monkeypatch):
     assert "net-7 b8 cpu infer fp32" in text and "net-8 b8" not in text.split("**Warnings**")[0]
     assert f"{len(result.rows) - 1:,} of {len(result.rows):,} comparisons not listed" in text
     assert "(80 rows, e.g. baseline net-0 b8 cpu infer fp32: busy machine: load 2)" in text
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_a_large_csv_or_json_report_written_in_chunks_is_the_whole_text(tmp_path, monkeypatch, fmt):
+    """The CLI writes a report of over STREAM_ROWS comparisons as it is made; the chunks make the
+    text render gives (checked here with chunks of 7 rows), for either path's result."""
+    base = [[f"net-{i}", "8", "cpu", "infer", "fp32", "ok", repr(8 / 0.01), repr(0.01), "1000", "5",
+             "[0.0100,0.0101,0.0102,0.0099,0.0100]", "[0.01]", "", "2.14.1"] for i in range(12)]
+    cur = [row[:] for row in base]
+    cur[2][5] = "oom"
+    cur[5][6] = repr(8 / 0.013)
+    cur[5][10] = "[0.0130,0.0131,0.0132,0.0129,0.0130]"
+    _write(tmp_path / "a.csv", HEADER, base)
+    _write(tmp_path / "b.csv", HEADER, cur)
+    monkeypatch.setattr(gate_report, "STREAM_ROWS", 0)
+    monkeypatch.setattr(gate_report, "_CHUNK_ROWS", 7)
+    for result in _compare_both(monkeypatch, tmp_path / "a.csv", tmp_path / "b.csv", None):
+        chunks = list(gate_report.render_chunks(result, fmt))
+        assert len(chunks) > 3
+        assert "".join(chunks) == gate_report.render(result, fmt)
+
+
+def test_the_cli_writes_a_large_report_in_chunks(tmp_path, monkeypatch):
+    from vitbench.cli import main
+
+    rows = [[f"net-{i}", "8", "cpu", "infer", "fp32", "ok", repr(8 / 0.01), repr(0.01), "1000", "5",
+             "[0.0100,0.0101,0.0102,0.0099,0.0100]", "", "", "2.14.1"] for i in range(30)]
+    _write(tmp_path / "a.csv", HEADER, rows)
+    monkeypatch.setattr(gate_report, "STREAM_ROWS", 10)
+    monkeypatch.setattr(gate_report, "_CHUNK_ROWS", 4)
+    assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "a.csv"), "-o", str(tmp_path / "out.csv")]) == 0
+    written = list(csv.reader(io.StringIO((tmp_path / "out.csv").read_text())))
+    assert len(written) == 1 + 30 * 4 and written[0][:2] == ["configuration", "metric"]  # 4 metrics both files have

@@ -6,6 +6,7 @@ them. Units are raw: integer counts, seconds, bytes. Formatting belongs to the r
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -155,8 +156,8 @@ def check_output_dir(path: str | os.PathLike, field: str = "out") -> Path:
     return path
 
 
-def atomic_write_text(path: str | os.PathLike, text: str, field: str = "file") -> None:
-    """Write ``text`` through :func:`vitbench.store.atomic.write_atomic` (a temporary file in the
+def atomic_write_text(path: str | os.PathLike, text: str | Iterable[str], field: str = "file") -> None:
+    """Write ``text`` (or its chunks, each written as it comes) through :func:`vitbench.store.atomic.write_atomic` (a temporary file in the
     same folder, fsync, rename over ``path``, fsync the folder): a reader (or a crash) sees the
     old file or the new one, never half of one. The file gets the usual permissions (0666 less
     the umask). Only a regular file is ever replaced (:func:`check_output_path`, checked again
@@ -169,7 +170,9 @@ def atomic_write_text(path: str | os.PathLike, text: str, field: str = "file") -
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # a lone surrogate (a file name that is not UTF-8, quoted in a report) as its escape, \udcfe
-        write_atomic(path, text.encode("utf-8", "backslashreplace"), before_replace=lambda: check_output_path(path, field))
+        data = (text.encode("utf-8", "backslashreplace") if isinstance(text, str)
+                else (chunk.encode("utf-8", "backslashreplace") for chunk in text))
+        write_atomic(path, data, before_replace=lambda: check_output_path(path, field))
     except OSError as exc:
         raise OutputFileError(f"{field}={str(path)!r}: cannot be written ({exc.strerror or exc.__class__.__name__})") from None
 
@@ -177,6 +180,13 @@ def atomic_write_text(path: str | os.PathLike, text: str, field: str = "file") -
 def _csv_cell(value: Any) -> str:
     """One CSV cell, exactly: integers in full (never through float), floats as their shortest
     round-trip text, lists and dicts as compact JSON, None and NaN empty."""
+    kind = type(value)
+    if kind is str:  # the common cells first: a report's names and verdicts repeat
+        return _text_cell(value)
+    if kind is float:
+        return "" if value != value else repr(value)
+    if kind is int:
+        return str(value)
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -190,6 +200,11 @@ def _csv_cell(value: Any) -> str:
     return csv_cell(str(value))  # text: a leading = + - @ neutralised (vitbench.escape)
 
 
+@functools.lru_cache(maxsize=65_536)
+def _text_cell(text: str) -> str:
+    return csv_cell(text)
+
+
 class _Lines(list):
     """A file for ``csv.writer`` that keeps each row's text, its ``"\\r\\n"`` ended by ``"\\n"``."""
 
@@ -197,17 +212,19 @@ class _Lines(list):
         self.append(text[:-2] + "\n")
 
 
-def csv_text(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
+def csv_text(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None, header: bool = True) -> str:
     """Records as CSV text: ``columns``, else the union of keys in first-seen order. Every text
     cell and column name passes :func:`vitbench.escape.csv_cell` (a leading ``= + - @``, tab or
-    carriage return neutralised with a ``'``, which the reader takes off again)."""
+    carriage return neutralised with a ``'``, which the reader takes off again). ``header=False``:
+    the rows alone (a later chunk of a file written in chunks)."""
     import csv
     import io
 
     rows = list(records)
     if columns is None:
         columns = list(dict.fromkeys(key for row in rows for key in row))
-    table = [[csv_cell(str(c)) for c in columns], *([_csv_cell(row.get(c)) for c in columns] for row in rows)]
+    table = [[csv_cell(str(c)) for c in columns]] if header else []
+    table += [[_csv_cell(row.get(c)) for c in columns] for row in rows]
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(table)
     text = buffer.getvalue()

@@ -64,17 +64,18 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from vitbench.gate import compare
-    from vitbench.reporting.gate import render
+    from vitbench.reporting.gate import render_chunks
 
     result = compare(
         args.baseline, args.current, rules=args.fail_on, alpha=args.alpha,
         allow_missing_rows=args.allow_missing_rows, allow_missing_metrics=args.allow_missing_metrics,
     )
-    text = render(result, args.format)
+    chunks = render_chunks(result, args.format)  # a 10^6-configuration CSV or JSON report is written as made
     if args.output:
         from vitbench.results import atomic_write_text
 
-        atomic_write_text(args.output, text, field="--output")
+        atomic_write_text(args.output, chunks, field="--output")
     else:
-        sys.stdout.write(text)
+        for chunk in chunks:
+            sys.stdout.write(chunk)
     return result.exit_code

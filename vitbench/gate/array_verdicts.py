@@ -242,10 +242,11 @@ class Verdicts(Sequence):
                 yield from self.scalar[position]
             else:
                 name = self.name(position)
+                key = tuple(zip(self.keys, self.c.key_of(self.c.cur, int(self.cur_rows[position]))))
                 for j in range(len(self.metrics)):
-                    yield self._made(position, j, name)
+                    yield self._made(position, j, name, key)
 
-    def _made(self, position: int, j: int, name: str | None = None) -> MetricComparison:
+    def _made(self, position: int, j: int, name: str | None = None, key: tuple | None = None) -> MetricComparison:
         c = self.c
         b_row, c_row = int(self.base_rows[position]), int(self.cur_rows[position])
         metric = self.metrics[j]
@@ -267,7 +268,7 @@ class Verdicts(Sequence):
         baseline, current = c.base.value(metric, b_row), c.cur.value(metric, c_row)
         return MetricComparison(
             configuration=name if name is not None else self.name(position),
-            key=tuple(zip(self.keys, c.key_of(c.cur, c_row))), metric=metric,
+            key=key if key is not None else tuple(zip(self.keys, c.key_of(c.cur, c_row))), metric=metric,
             baseline=baseline, current=current,
             rel_change=None if baseline == 0 else (current - baseline) / abs(baseline), rules=tuple(str(r) for r in rules), failed_rules=failed,
             p_value=None if math.isnan(p) else p, n_baseline=int(self.n_base[position]),

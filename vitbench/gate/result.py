@@ -176,7 +176,9 @@ class CompareResult:
             out[row.verdict] = out.get(row.verdict, 0) + 1
         return out
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, rows: bool = True) -> dict[str, Any]:
+        """Everything as JSON-ready data; ``rows=False``: ``rows`` and ``regressions`` left empty
+        (a writer that streams them)."""
         from vitbench.results import SCHEMA_VERSION
 
         return {
@@ -190,8 +192,8 @@ class CompareResult:
             "not_applicable": list(self.not_applicable),
             "key_columns": list(self.key_columns),
             "failures": list(self.failures),
-            "rows": [r.as_dict() for r in self.rows],
-            "regressions": [r.as_dict() for r in self.regressions],
+            "rows": [r.as_dict() for r in self.rows] if rows else [],
+            "regressions": [r.as_dict() for r in self.regressions] if rows else [],
             "env_differences": [
                 {"column": d.column, "baseline": list(d.baseline), "current": list(d.current)}
                 for d in self.env_differences

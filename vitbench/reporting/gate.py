@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from vitbench.gate.result import TEST_NAME, CompareResult
@@ -218,6 +219,84 @@ def _body(result: CompareResult, rows: list[dict[str, Any]], left_out: int, mark
         body += ("\n\n" if body else "") + (f"{left_out:,} of {len(result.rows):,} comparisons not listed (ok or "
                                               f"unchanged; {first}--format csv or json lists every comparison)")
     return body
+
+
+#: a CSV or JSON report of more comparisons than this is made in chunks (:func:`render_chunks`), each
+#: written as it comes: 6 x 10^6 comparisons held as one text took 14 GB
+STREAM_ROWS = 50_000
+#: comparisons per chunk
+_CHUNK_ROWS = 10_000
+
+
+def render_chunks(result: CompareResult, fmt: str = "table") -> Iterator[str]:
+    """:func:`render` in pieces whose concatenation is its text: for a CSV or JSON report of over
+    :data:`STREAM_ROWS` comparisons, a chunk per :data:`_CHUNK_ROWS` rows (what the CLI writes as it
+    goes); else the one text."""
+    if fmt not in ("csv", "json") or len(result.rows) <= STREAM_ROWS:
+        yield render(result, fmt)
+    elif fmt == "csv":
+        yield from _csv_chunks(result)
+    else:
+        yield from _json_chunks(result)
+
+
+def _flat(row: Any) -> dict[str, Any]:
+    """One comparison as a CSV row: its fields, rule lists joined by ``;``, the key's columns."""
+    flat = {**{k: v for k, v in row.as_dict().items() if k != "key"}, **dict(row.key)}
+    flat["rules"] = ";".join(flat["rules"])
+    flat["failed_rules"] = ";".join(flat["failed_rules"])
+    return flat
+
+
+def _blocks(rows: Any) -> Iterator[list[Any]]:
+    block: list[Any] = []
+    for row in rows:
+        block.append(row)
+        if len(block) == _CHUNK_ROWS:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def _csv_chunks(result: CompareResult) -> Iterator[str]:
+    """The CSV report in chunks. Its columns are every comparison's (the fields, then the key
+    columns), named once; a chunk holding a carriage return in a cell ends its rows with ``\r\n``
+    as :func:`vitbench.results.csv_text` does a whole file."""
+    from vitbench.results import csv_text
+
+    columns = None
+    for block in _blocks(result.rows):
+        flat = [_flat(row) for row in block]
+        first = columns is None
+        if first:
+            columns = list(dict.fromkeys(key for row in flat for key in row))
+        yield csv_text(flat, columns, header=first)
+
+
+def _json_chunks(result: CompareResult) -> Iterator[str]:
+    """The JSON report in chunks: the text ``json.dumps(..., indent=2)`` gives, its two lists of
+    comparisons (``rows``, ``regressions``) written an item at a time."""
+    document = {**result.as_dict(rows=False), "summary": summary_line(result)}
+    yield "{"
+    for index, (key, value) in enumerate(document.items()):
+        yield ("," if index else "") + "\n  " + json.dumps(key) + ": "
+        if key in ("rows", "regressions"):
+            rows = result.rows if key == "rows" else result.regressions
+            if not len(rows):
+                yield "[]"
+                continue
+            yield "["
+            first = True
+            for block in _blocks(rows):
+                items = [json.dumps(row.as_dict(), indent=2, default=str).replace("\n", "\n    ") for row in block]
+                yield ("" if first else ",") + "".join(("\n    " if i == 0 and first else ",\n    " if i else "\n    ") + item
+                                                      for i, item in enumerate(items))
+                first = False
+            yield "\n  ]"
+        else:
+            yield json.dumps(value, indent=2, default=str).replace("\n", "\n  ")
+    yield "\n}\n"
 
 
 def render(result: CompareResult, fmt: str = "table") -> str:
