@@ -95,3 +95,15 @@ def test_parse_rules_splits_commas_and_refuses_empty_parts():
         parse_rules(["params:0,"])
     with pytest.raises(RuleError, match="expected METRIC"):
         parse_rules(["params 0"])
+
+
+def test_rules_on_one_metric_all_apply_and_a_repeated_rule_counts_once(tmp_path):
+    from vitbench.gate import compare
+
+    base = [{"model": "m", "batch_size": 1, "params": 100, "macs": 10}]
+    cur = [{"model": "m", "batch_size": 1, "params": 101, "macs": 10}]
+    result = compare(base, cur, ["params:5%,params:0", "params:0"])
+    assert [str(r) for r in result.rules] == ["params:5%", "params:0"]
+    (row,) = [r for r in result.rows if r.metric == "params"]
+    assert row.verdict == "REGRESSION" and row.failed_rules == ("params:0",)
+    assert row.rules == ("params:5%", "params:0")

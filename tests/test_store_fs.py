@@ -129,6 +129,9 @@ def test_the_store_never_writes_through_a_symlink(name, tmp_path):
     # what to do, in the words of each file's own refusal
     expected = {".lock": r"\.lock is a symlink; remove it", "rows.jsonl": "rows.jsonl is a symlink; vitbench appends only to a regular file",
                 "rows.damaged.jsonl": "it is a symlink; vitbench writes only regular files"}[name]
+    definition = (out / "sweep.json").read_bytes()
     with pytest.raises(StoreError, match=expected):
         Store.open(out, resume=True).close()
     assert target.read_bytes() == before and link.is_symlink()
+    if name == "rows.jsonl":  # refused before anything is written: sweep.json (its updated_at) untouched
+        assert (out / "sweep.json").read_bytes() == definition

@@ -80,7 +80,11 @@ def overrides_from(args: argparse.Namespace) -> dict[str, list[str]]:
 
 
 def _checked(text: str, convert, kind: str, ok, rule: str):
-    """``convert(text)`` if it parses and ``ok(value)``; else argparse's one-line error."""
+    """``convert(text)`` if it parses and ``ok(value)``; else argparse's one-line error. Numbers
+    are written with the digits 0-9: ``int`` would also read "٨" and "1_6", which no results or
+    sweep file holds."""
+    if not text.isascii() or "_" in text:
+        raise argparse.ArgumentTypeError(f"invalid {kind}: {text!r} (write it with the digits 0-9)")
     try:
         value = convert(text)
     except ValueError:
@@ -232,7 +236,7 @@ def batch_sizes(text: str) -> list:
             continue
         from vitbench.settings import MAX_BATCH_SIZE
 
-        number = int(part) if part.isdigit() else 0
+        number = int(part) if part.isascii() and part.isdigit() else 0
         if not 0 < number <= MAX_BATCH_SIZE:
             raise argparse.ArgumentTypeError(f"invalid batch size {part!r}: a positive integer up to {MAX_BATCH_SIZE:,} or 'auto'")
         values.append(number)

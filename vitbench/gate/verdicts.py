@@ -241,7 +241,7 @@ def _parse(rules: Any) -> tuple[list[Rule], bool]:
     parsed: list[Rule] = []
     for item in rules if explicit else DEFAULT_RULES:
         parsed += [item] if isinstance(item, Rule) else parse_rules([item])
-    return parsed, explicit
+    return list(dict.fromkeys(parsed)), explicit  # a rule given twice is one rule
 
 
 #: repeated rows of one configuration whose headline values differ by more than this disagree

@@ -73,6 +73,9 @@ def parse_field_value(spec_type: type, name: str, value: Any) -> Any:
     if _HUGE.search(text):  # int() refuses over 4,300 digits; no field is near 30 (specs cap them at 10^15)
         raise SpecError(name, text, "has a number of more than 30 digits: no model is that large")
     annotation = str(known[name].type)
+    numeric = name in ("img_size", "stages") or annotation.startswith(("int", "float", "tuple[int"))
+    if numeric and (not text.isascii() or "_" in text):  # int() reads "٨" and "1_6"; no file or JSON does
+        raise SpecError(name, value, "must be written with the digits 0-9 (no other script's digits, no '_')")
     if name == "img_size":
         return parse_image_size(text)
     if annotation in ("bool", "bool | None"):
@@ -138,6 +141,11 @@ def with_overrides(spec: Any, **overrides: Any) -> Any:
     if not overrides:
         return spec
     parsed = {k: parse_field_value(type(spec), k, v) for k, v in overrides.items()}
+    if "mlp_ratio" in parsed and hasattr(spec, "mlp_hidden_dim"):
+        # an explicit MLP width (a preset's, or given too) would win over the ratio asked for, leaving it inert
+        if parsed.get("mlp_hidden_dim") is not None:
+            raise SpecError("mlp_ratio", parsed["mlp_ratio"], "and mlp_hidden_dim both set the MLP width; give one")
+        parsed["mlp_hidden_dim"] = None
     try:
         return dataclasses.replace(spec, **parsed)
     except TypeError as exc:  # a value of the wrong type reaching a comparison

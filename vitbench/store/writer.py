@@ -188,6 +188,8 @@ class Store:
         return store
 
     def _load(self, sweep: dict[str, Any], *, resume: bool, force: bool, allow_foreign: bool) -> None:
+        if os.path.islink(self.rows_path):  # refused before anything is written (sweep.json's updated_at)
+            raise StoreError(f"out={str(self.directory)!r}: {ROWS_NAME} is a symlink; vitbench appends only to a regular file")
         lines, damaged = self._read_rows()
         self._refuse_unasked(lines, resume=resume, force=force)
         previous = read_definition(self.directory) if resume else {}
