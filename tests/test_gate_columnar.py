@@ -254,3 +254,60 @@ def test_the_cli_writes_a_large_report_in_chunks(tmp_path, monkeypatch):
     assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "a.csv"), "-o", str(tmp_path / "out.csv")]) == 0
     written = list(csv.reader(io.StringIO((tmp_path / "out.csv").read_text())))
     assert len(written) == 1 + 30 * 4 and written[0][:2] == ["configuration", "metric"]  # 4 metrics both files have
+
+
+_GOOD = "net-1,8,cpu,infer,fp32,ok,800.0,0.01,1000,5,\"[0.01,0.0101]\",,,2.14.1\n"
+HOSTILE = {
+    "header only": ",".join(HEADER) + "\n",
+    "a name twice": ",".join(HEADER[:-1] + ["model"]) + "\n" + _GOOD,
+    "no model column": ",".join(["name"] + HEADER[1:]) + "\n" + _GOOD.replace("net-1", "x"),
+    "a short row": ",".join(HEADER) + "\n" + _GOOD + "net-2,8\n",
+    "a long row": ",".join(HEADER) + "\n" + _GOOD.replace("\n", ",extra\n"),
+    "NUL": ",".join(HEADER) + "\n" + _GOOD.replace("net-1", "net\x00-1"),
+    "an unclosed quote": ",".join(HEADER) + "\n" + _GOOD + 'net-3,8,cpu,infer,fp32,ok,800.0,0.01,1000,5,"[0.01\n',
+    "a nested list": ",".join(HEADER) + "\n" + _GOOD.replace('"[0.01,0.0101]"', '"' + "[" * 500 + "]" * 500 + '"'),
+    "infinite throughput": ",".join(HEADER) + "\n" + _GOOD.replace("800.0", "1e999"),
+    "a batch of 0": ",".join(HEADER) + "\n" + _GOOD.replace(",8,", ",0,"),
+    "a batch of text": ",".join(HEADER) + "\n" + _GOOD.replace(",8,", ",eight,"),
+    "1000-digit memory": ",".join(HEADER) + "\n" + _GOOD.replace(",1000,", "," + "9" * 1001 + ","),
+    "a list for a count": ",".join(HEADER) + "\n" + _GOOD.replace(",1000,", ',"[1,2]",'),
+    "text timings": ",".join(HEADER) + "\n" + _GOOD.replace('"[0.01,0.0101]"', "fast"),
+    "a formula name": ",".join(HEADER) + "\n" + _GOOD.replace("net-1", "=cmd|' /C calc'!A0"),
+    "a control character": ",".join(HEADER) + "\n" + _GOOD.replace("net-1", "net\x1b[31m-1"),
+    "a surrogate-free non-UTF-8 byte": None,
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_hostile_file_gets_the_record_paths_answer(tmp_path, monkeypatch, name):
+    """Whatever the file, the columnar path answers as the record path does: the same result or
+    the same one-line error, never an error of its own."""
+    path = tmp_path / "bad.csv"
+    if HOSTILE[name] is None:
+        path.write_bytes((",".join(HEADER) + "\n" + _GOOD).encode().replace(b"net-1", b"net-\xff1"))
+    else:
+        path.write_text(HOSTILE[name])
+    good = tmp_path / "good.csv"
+    good.write_text(",".join(HEADER) + "\n" + _GOOD)
+    outcomes = []
+    for limit in (0, 1 << 60):
+        monkeypatch.setattr(verdicts, "COLUMNAR_MIN_BYTES", limit)
+        try:
+            result = compare(good, path)
+            outcomes.append(("result", gate_report.render(result, "json")))
+        except Exception as exc:  # noqa: BLE001
+            outcomes.append((type(exc).__name__, str(exc)))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0] in ("result", "InputFileError", "RuleError", "SpecError")
+
+
+def test_without_pyarrow_large_files_take_the_record_path(tmp_path, monkeypatch):
+    import sys
+
+    _write(tmp_path / "a.csv", HEADER, [[f"net-{i}", "8", "cpu", "infer", "fp32", "ok", "800.0", "0.01", "1000", "5",
+                                          "[0.01,0.0101]", "", "", "2.14.1"] for i in range(5)])
+    monkeypatch.setitem(sys.modules, "pyarrow.csv", None)  # import pyarrow.csv: ImportError
+    assert csv_columns.read_csv_columns(tmp_path / "a.csv", "f", set(HEADER), min_bytes=0) is None
+    monkeypatch.setattr(verdicts, "COLUMNAR_MIN_BYTES", 0)
+    result = compare(tmp_path / "a.csv", tmp_path / "a.csv")
+    assert isinstance(result.rows, tuple) and result.exit_code == 0

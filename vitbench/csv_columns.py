@@ -143,11 +143,16 @@ def read_csv_columns(path: str | os.PathLike, where: str, wanted: Any, *, min_by
     """The columns ``name in wanted`` of the results CSV at ``path``, or None when this reader
     does not answer for the file (see the module's notes: the record reader reads it). Errors
     about the file itself (missing, not a regular file, over the size cap) are one-line
-    :class:`InputFileError`, as the record reader's."""
+    :class:`InputFileError`, as the record reader's. ``min_bytes``: a smaller file is left to the
+    record reader; ``distinct_limit``: see :data:`DISTINCT_LIMIT`. Without pyarrow (an extra:
+    ``vitbench[parquet]``) every file is left to the record reader."""
     # Arrow's first allocation picks its allocator: the C one gives freed blocks back
     # (malloc_trim), mimalloc keeps them (0.2 GB more a 10^6-row file)
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    import pyarrow as pa
+    try:
+        import pyarrow.csv  # noqa: F401 (Arrow's CSV parser: the columnar path's one need)
+    except ImportError:
+        return None
 
     from vitbench import input_files
 
@@ -171,11 +176,18 @@ def read_csv_columns(path: str | os.PathLike, where: str, wanted: Any, *, min_by
             many = [name for name in keep if few[name].overflowed]
             _trim()
             numeric = _stream(handle, many, _Numbers) if many else {}
-        except (pa.ArrowException, ValueError, OSError):
+        except InputFileError:
+            raise
+        except Exception:  # noqa: BLE001 (Arrow refused the file, or a case not foreseen: the record reader reads it)
             return None
     columns: dict[str, Column] = {}
     for name in keep:
-        column = numeric[name].column() if name in numeric else few[name].column()
+        try:
+            column = numeric[name].column() if name in numeric else few[name].column()
+        except InputFileError:
+            raise
+        except Exception:  # noqa: BLE001 (as above)
+            return None
         if column is None:
             return None
         columns[name] = column
