@@ -277,7 +277,7 @@ class _Numbers:
                 return None  # an integer of 2**53 or more: the record reader's exact ints
             floats, is_int = join("floats"), join("is_int")
             if not self.name.endswith(csv_records._FLOAT_SUFFIXES):
-                whole = np.isfinite(floats) & (np.floor(floats) == floats)
+                whole = ~np.isfinite(floats) | (np.floor(floats) == floats)  # (Decimal: an infinity is whole)
                 if bool(np.all(whole[present & ~is_int])):
                     return None  # every number whole ("16.0" is 16): the record reader's Decimal rule
             return Column("mixed", present, floats=floats, is_int=is_int)
@@ -315,7 +315,8 @@ def _block(cells: Any) -> tuple[str | None, dict[str, Any]]:
         is_int = is_int_array.to_numpy(zero_copy_only=False) & present
         floats = pc.cast(filled, pa.float64()).to_numpy(zero_copy_only=False)
         ints = pc.cast(pc.if_else(is_int_array, unsigned, pa.scalar("0")), pa.int64()).to_numpy(zero_copy_only=False)
-        too_long = bool(ints.size) and int(np.abs(ints).max()) >= EXACT_FLOAT_INT
+        too_long = (bool(ints.size) and int(np.abs(ints).max()) >= EXACT_FLOAT_INT) or bool(
+            pc.any(pc.match_substring_regex(filled, r"^[+-]?\d{19,}$")).as_py())  # an integer _INTEGER leaves out
         return "decimal", {"present": present, "floats": floats, "is_int": is_int, "too_long": too_long}
     if pc.all(pc.or_(missing_array, pc.match_substring_regex(cells, _FLOAT_LIST))).as_py():
         inner = pc.utf8_slice_codeunits(pc.if_else(missing_array, pa.scalar("[0.5]"), cells), 1, -1)
@@ -352,8 +353,8 @@ def _plain_bytes(handle: Any, where: str) -> bool:
     first = True
     while True:
         block = input_files.read_handle(handle, 1 << 24, where)
-        if first and (block.startswith(codecs.BOM_UTF8) or not block.strip()):
-            return False
+        if first and (block.startswith(codecs.BOM_UTF8) or not block.strip() or block.lstrip()[:1] in (b"[", b"{")):
+            return False  # (a first "[" or "{": the results reader reads the file as JSON)
         first = False
         if not block:
             break

@@ -207,18 +207,28 @@ class _Comparison:
     # ------------------------------------------------------------------ labels
 
     def _label_code(self, side: _Side, keys: tuple[str, ...]) -> np.ndarray:
-        """Each row's label as one int64 (equal labels, equal codes), from ids of its parts."""
-        def parts() -> Iterator[np.ndarray]:
-            yield _text_ids(side.column("model"), side.n, {}, text=str)
-            yield _text_ids(side.column("img_size"), side.n, {},
-                            text=lambda v: "" if is_missing(v) else f"{key_text(v)}px")
-            if "batch_size" in keys:
-                yield _text_ids(side.column("batch_size"), side.n, {}, text=lambda v: f"b{key_text(v)}")
-            for k in ("device", "mode", "precision"):
-                if k in keys:
-                    yield _text_ids(side.column(k), side.n, {})
+        """Each row's label as one int64, equal where the labels' texts are: from ids of its parts,
+        and where a part may be empty or hold a space (two tuples of parts, one text), from the
+        texts themselves."""
+        tables: list[dict[str, int]] = []
 
-        return _combine(parts(), side.n)
+        def parts() -> Iterator[np.ndarray]:
+            specs = [("model", str), ("img_size", lambda v: "" if is_missing(v) else f"{key_text(v)}px")]
+            if "batch_size" in keys:
+                specs.append(("batch_size", lambda v: f"b{key_text(v)}"))
+            specs += [(k, key_text) for k in ("device", "mode", "precision") if k in keys]
+            for name, text in specs:
+                tables.append({})
+                yield _text_ids(side.column(name), side.n, tables[-1], text=text)
+
+        code = _combine(parts(), side.n)
+        if not any(t == "" or " " in t for table in tables for t in table):
+            return code
+        _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+        by_text: dict[str, int] = {}
+        ids = np.array([by_text.setdefault(self.label(side, int(row), False), len(by_text)) for row in first],
+                       dtype=np.int64)
+        return ids[inverse.reshape(-1)]
 
     def label(self, side: _Side, row: int, clashing: bool) -> str:
         """:func:`vitbench.gate.matching._label` of the row."""

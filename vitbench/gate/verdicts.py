@@ -381,7 +381,8 @@ def _compare_columnar(baseline: Any, current: Any, rules: Any, alpha: float, all
     tables = []
     for role, path in (("baseline", baseline), ("current", current)):
         where = f"{role} file={str(path)!r}"
-        table = csv_columns.read_csv_columns(path, where, _Wanted(named), min_bytes=limit)
+        table = csv_columns.read_csv_columns(path, where, _Wanted(named), min_bytes=limit,
+                                             distinct_limit=csv_columns.DISTINCT_LIMIT)
         if table is None:
             return None
         columnar.check_table(table, where, named)
