@@ -355,3 +355,39 @@ def test_cases_a_review_found_get_the_record_paths_answer(tmp_path, monkeypatch,
         except Exception as exc:  # noqa: BLE001
             outcomes.append((type(exc).__name__, str(exc)))
     assert outcomes[0] == outcomes[1]
+
+
+def _runs_file(path, latency: float, runs: list[float]) -> None:
+    path.write_text("model,batch_size,device,mode,precision,status,latency_p50_s,throughput_img_s,run_medians_s\n"
+                    f'm1,8,cpu,infer,fp32,ok,{latency!r},{8 / latency!r},"[{", ".join(map(repr, runs))}]"\n')
+
+
+# runs that do not vary give p = 0 or 1 by the sign of a difference of logarithms; a second review
+# found numpy's log one unit in the last place from math.log's, which flipped such verdicts
+SIGN_CASES = {
+    "a 5% slowdown, runs that do not vary (default rules)": (0.36, [0.36, 0.36], 0.378, [0.378, 0.378], None, 0.05),
+    "neighbouring floats, equal math.log (exact rule)": (0.336302971536452, [0.336302971536452] * 2,
+                                                         0.33630297153645206, [0.33630297153645206] * 2,
+                                                         ["latency_p50:0"], 0.05),
+    "neighbouring floats, different math.log (exact rule)": (0.18049910918496706, [0.18049910918496706] * 2,
+                                                             0.1804991091849671, [0.1804991091849671] * 2,
+                                                             ["latency_p50:0"], 0.05),
+    "runs differing only in the last digit": (34.57069577046053, [34.57069577046053] * 3 + [34.57069577046054, 34.57069577046053],
+                                              34.570695770460546, [34.570695770460546] * 5, ["latency_p50:0"], 0.01),
+    "a p within rounding of alpha": (0.01, [0.01, 0.0101, 0.0099], 0.0106, [0.0106, 0.0107, 0.0105], ["latency:+5%"],
+                                     0.1492155599102109),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIGN_CASES))
+def test_verdicts_decided_by_a_rounding_are_the_record_paths(tmp_path, monkeypatch, name):
+    base_latency, base_runs, cur_latency, cur_runs, rules, alpha = SIGN_CASES[name]
+    _runs_file(tmp_path / "a.csv", base_latency, base_runs)
+    _runs_file(tmp_path / "b.csv", cur_latency, cur_runs)
+    columnar, records = [], []
+    for limit, out in ((0, columnar), (1 << 60, records)):
+        monkeypatch.setattr(verdicts, "COLUMNAR_MIN_BYTES", limit)
+        out.append(compare(tmp_path / "a.csv", tmp_path / "b.csv", rules, alpha=alpha))
+    (mine,), (theirs,) = columnar, records
+    assert [(r.metric, r.verdict, r.p_value) for r in mine.rows] == [(r.metric, r.verdict, r.p_value) for r in theirs.rows]
+    assert mine.exit_code == theirs.exit_code

@@ -140,6 +140,10 @@ class Verdicts(Sequence):
             plain &= b_ok[b_rows] & c_ok[c_rows]
             self.runs = _Runs(_run_stats(b_flat, b_off, b_rows), _run_stats(c_flat, c_off, c_rows))
             _trim()
+            # runs that do not vary decide p as 0 or 1 by the sign of a difference of means: sums
+            # here are numpy's, there math.fsum's, so a difference of one unit in the last place
+            # could flip it; those configurations are the record path's
+            plain &= ~(self.runs.no_spread & self.runs.enough)
             plain &= self.runs.top < record_path.MAX_STEP_S
         m = len(self.metrics)
         self.verdict = np.zeros((n, m), dtype=np.int8)
@@ -152,11 +156,13 @@ class Verdicts(Sequence):
         for metric in self.metrics:  # plain: both values of every metric a measurement can give
             plain &= self._values(metric)[2]
         self.plain = plain
+        self.near_alpha = np.zeros(n, bool)
         for j, metric in enumerate(self.metrics):
             b, c, valid = self._values(metric)
             self._decide_metric(j, metric, b, c)
             del b, c, valid
-        return [int(i) for i in np.flatnonzero(~plain)]
+        # a p within rounding of alpha could fall on either side of it there: the record path's
+        return [int(i) for i in np.flatnonzero(~plain | self.near_alpha)]
 
     def _values(self, metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(baseline values, current values, both are values a measurement can give) of the
@@ -196,6 +202,8 @@ class Verdicts(Sequence):
                 used_any |= use
             p = np.where(used_any, best, runs.p(runs.shift, 0))
             p[not_assessed] = np.nan
+            alpha = self.c.alpha
+            self.near_alpha |= broken & (np.abs(p - alpha) <= 1e-9 * alpha)
             self.runs_counts = runs.counts
         if j in self.p_column:
             self.p[:, self.p_column[j]] = p
@@ -344,12 +352,26 @@ def _per_row(function: Any, flat: np.ndarray, offsets: np.ndarray) -> np.ndarray
     return out
 
 
+def _math_logs(values: np.ndarray, block: int = 1 << 18) -> np.ndarray:
+    """``math.log`` of each value (nan for one <= 0), a block at a time (a Python float a value
+    while a block is converted)."""
+    logs = np.full(len(values), np.nan)
+    for start in range(0, len(values), block):
+        part = values[start:start + block]
+        positive = part > 0
+        logs[start:start + block][positive] = list(map(math.log, part[positive].tolist()))
+    return logs
+
+
 def _run_stats(flat: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Per row of ``rows``: (mean log, sample variance of the logs, runs, largest, all runs equal)
+    """Per row of ``rows``: (mean log, sample variance of the logs, runs, largest, all logs equal)
     of its per-run medians (:func:`vitbench.measure.stats.run_shift`'s statistics)."""
     counts = np.diff(offsets)
-    with np.errstate(divide="ignore", invalid="ignore"):  # a row with a value <= 0 is not plain
-        logs = np.log(flat)
+    # math.log, as run_shift takes them (numpy's log differs from it by a unit in the last place
+    # for about 1 value in 1,000); a value <= 0 (a row that is not plain) reads as nan
+    logs = _math_logs(flat)
+    # no run differs from its side's others as run_shift sees it: equal logarithms
+    same = _per_row(np.maximum, logs, offsets) == _per_row(np.minimum, logs, offsets)
     mean = _per_row(np.add, logs, offsets) / np.maximum(counts, 1)
     logs -= np.repeat(mean, counts)
     np.square(logs, out=logs)
@@ -357,7 +379,6 @@ def _run_stats(flat: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> tuple
     del logs
     variance = np.where(counts > 1, squares / np.maximum(counts - 1, 1), 0.0)
     top = _per_row(np.maximum, flat, offsets)
-    same = top == _per_row(np.minimum, flat, offsets)
     return mean[rows], variance[rows], counts[rows], top[rows], same[rows]
 
 

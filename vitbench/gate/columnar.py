@@ -6,9 +6,11 @@ Every configuration whose values are plain (status ok, both values of every metr
 measurement can be, per-run medians positive and finite) is decided on arrays, by the rules of
 :mod:`vitbench.gate.verdicts` written for arrays; every other configuration (a failed status, a
 missing or impossible value, no per-run list) is decided by :mod:`vitbench.gate.verdicts` itself,
-on its two records. The verdicts are the record path's (``tests/test_gate_columnar.py`` compares
-the two on generated files); p-values agree to rounding (sums of logarithms here are numpy's,
-there ``math.fsum``'s). Files this path does not take (a configuration repeated in a file, a key
+on its two records. So is every configuration whose verdict a rounding could decide: runs that do
+not vary (p is 0 or 1 by the sign of a difference of mean logarithms) and a p within 10^-9 of
+alpha. The verdicts are the record path's (``tests/test_gate_columnar.py`` compares the two on
+generated files and on the cases two reviews found); other p-values agree to rounding (the
+logarithms are ``math.log``'s as there, their sums numpy's rather than ``math.fsum``'s). Files this path does not take (a configuration repeated in a file, a key
 or metric column of text) return None: the record path compares them.
 
 The result's rows (:class:`ComparisonRows`) are built on demand, one :class:`MetricComparison` at
