@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from vitbench import csv_columns
 from vitbench.csv_records import records_from_csv
-from vitbench.gate import compare, verdicts
+from vitbench.gate import compare
+from vitbench.gate import comparing as verdicts  # (its COLUMNAR_MIN_BYTES: 0 forces the columnar gate)
 from vitbench.gate.array_verdicts import Verdicts as _Verdicts
 from vitbench.reporting import gate as gate_report
 

@@ -180,23 +180,32 @@ def read_csv_columns(path: str | os.PathLike, where: str, wanted: Any, *, min_by
             raise
         except Exception:  # noqa: BLE001 (Arrow refused the file, or a case not foreseen: the record reader reads it)
             return None
-    columns: dict[str, Column] = {}
-    for name in keep:
-        try:
-            column = numeric[name].column() if name in numeric else few[name].column()
-        except InputFileError:
-            raise
-        except Exception:  # noqa: BLE001 (as above)
-            return None
-        if column is None:
-            return None
-        columns[name] = column
+    columns = _columns(keep, few, numeric)
+    if columns is None:
+        return None
     _trim()
     n = len(columns[keep[0]])
     if n == 0:
         return None
     result = ColumnTable(tuple(keep), tuple(header), n, columns)
     return result if _meets_schema(result) else None
+
+
+def _columns(keep: list[str], few: dict[str, Any], numeric: dict[str, Any]) -> dict[str, Column] | None:
+    """Each kept column typed from what the passes gathered, or None when one is not the
+    columnar reader's to type."""
+    columns: dict[str, Column] = {}
+    for name in keep:
+        try:
+            column = numeric[name].column() if name in numeric else few[name].column()
+        except InputFileError:
+            raise
+        except Exception:  # noqa: BLE001 (a case not foreseen: the record reader reads the file)
+            return None
+        if column is None:
+            return None
+        columns[name] = column
+    return columns
 
 
 def _stream(handle: Any, names: list[str], accumulator: Any) -> dict[str, Any]:

@@ -7,9 +7,10 @@ Data only; :mod:`vitbench.reporting.gate` renders a :class:`CompareResult`, the 
 
 from __future__ import annotations
 
+from vitbench.gate.comparing import compare
 from vitbench.gate.result import DEFAULT_ALPHA, CompareResult, EnvDifference, MetricComparison
 from vitbench.gate.rules import ALIASES, DEFAULT_RULES, Rule, RuleError, direction, parse_rules
-from vitbench.gate.verdicts import compare, load_results
+from vitbench.gate.verdicts import load_results
 
 __all__ = [
     "ALIASES",

@@ -315,9 +315,6 @@ def compare(
     explicit rule whose metric neither side has) or :class:`SpecError` (bad ``alpha``).
     """
     _check_alpha(alpha)
-    columnar = _compare_columnar(baseline, current, rules, alpha, allow_missing_rows, allow_missing_metrics)
-    if columnar is not None:
-        return columnar
     base_records, cur_records, active, missing, not_applicable = _load_sides(baseline, current, rules)
     failures: list[str] = []
     warnings: list[str] = []
@@ -351,49 +348,6 @@ def compare(
         removed=tuple(all_base_labels[k] for k in removed),
         warnings=tuple(warnings), alpha=alpha, failures=tuple(failures), not_applicable=tuple(not_applicable),
     )
-
-
-#: the smallest CSV file the columnar gate reads (None: :data:`vitbench.csv_columns.COLUMNAR_MIN_BYTES`)
-COLUMNAR_MIN_BYTES: int | None = None
-
-
-def _compare_columnar(baseline: Any, current: Any, rules: Any, alpha: float, allow_missing_rows: bool,
-                      allow_missing_metrics: bool) -> CompareResult | None:
-    """The comparison of two large results CSVs on columns (:mod:`vitbench.gate.columnar`), or
-    None when the record path compares them (smaller files, JSON, stores, records, or files the
-    columnar reader or gate does not take)."""
-    from pathlib import Path
-
-    if not all(isinstance(s, (str, os.PathLike)) for s in (baseline, current)):
-        return None
-    paths = [Path(baseline), Path(current)]
-    try:
-        if not all(p.is_file() and p.suffix.lower() != ".json" for p in paths):
-            return None
-    except (OSError, ValueError):
-        return None
-    from vitbench import csv_columns
-    from vitbench.gate import columnar
-
-    parsed, explicit = _parse(rules)
-    named = {r.metric for r in parsed}
-    limit = csv_columns.COLUMNAR_MIN_BYTES if COLUMNAR_MIN_BYTES is None else COLUMNAR_MIN_BYTES
-    tables = []
-    for role, path in (("baseline", baseline), ("current", current)):
-        where = f"{role} file={str(path)!r}"
-        table = csv_columns.read_csv_columns(path, where, _Wanted(named), min_bytes=limit,
-                                             distinct_limit=csv_columns.DISTINCT_LIMIT)
-        if table is None:
-            return None
-        columnar.check_table(table, where, named)
-        tables.append(table)
-    try:
-        return columnar.compare_tables(*tables, list(parsed), explicit, alpha=alpha, allow_missing_rows=allow_missing_rows,
-                                       allow_missing_metrics=allow_missing_metrics)
-    except (InputFileError, RuleError, SpecError):
-        raise  # the user's files or rules: the record path says the same
-    except Exception:  # noqa: BLE001 (a case the columnar gate did not foresee: the record path decides it)
-        return None
 
 
 def _check_alpha(alpha: Any) -> None:
