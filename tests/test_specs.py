@@ -99,16 +99,3 @@ def test_with_overrides_no_change_returns_same():
     spec = resolve("vit-s/16")
     assert with_overrides(spec) is spec
 
-
-def test_an_mlp_ratio_override_replaces_a_presets_explicit_mlp_width():
-    """mnist-vit sets mlp_hidden_dim=128 (embed 64): --mlp-ratio 3 asks for 192, not silence."""
-    from vitbench.presets import resolve
-    from vitbench.specs.text import with_overrides
-
-    base = resolve("mnist-vit")
-    assert base.mlp_hidden_dim == 128 and base.embed_dim == 64
-    widened = with_overrides(base, mlp_ratio="3")
-    assert widened.mlp_hidden_dim is None and widened.mlp_hidden == 192
-    assert with_overrides(base, mlp_hidden_dim="96").mlp_hidden == 96
-    with pytest.raises(SpecError, match="mlp_ratio.*both set the MLP width"):
-        with_overrides(base, mlp_ratio="3", mlp_hidden_dim="96")

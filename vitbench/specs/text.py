@@ -141,11 +141,6 @@ def with_overrides(spec: Any, **overrides: Any) -> Any:
     if not overrides:
         return spec
     parsed = {k: parse_field_value(type(spec), k, v) for k, v in overrides.items()}
-    if "mlp_ratio" in parsed and hasattr(spec, "mlp_hidden_dim"):
-        # an explicit MLP width (a preset's, or given too) would win over the ratio asked for, leaving it inert
-        if parsed.get("mlp_hidden_dim") is not None:
-            raise SpecError("mlp_ratio", parsed["mlp_ratio"], "and mlp_hidden_dim both set the MLP width; give one")
-        parsed["mlp_hidden_dim"] = None
     try:
         return dataclasses.replace(spec, **parsed)
     except TypeError as exc:  # a value of the wrong type reaching a comparison
