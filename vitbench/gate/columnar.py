@@ -88,18 +88,8 @@ def compare_files(baseline: Any, current: Any, rules: Any, *, alpha: float, allo
 
 
 def check_table(table: ColumnTable, where: str, named: set[str]) -> None:
-    """:func:`vitbench.gate.verdicts.load_results`'s checks of a file: a ``model`` column and a
-    metric column."""
-    from vitbench.gate.rules import looks_like_metric
-
-    header = set(table.header)
-    if "model" not in header:
-        raise InputFileError(f"{where}: no 'model' column (not a vitbench results file)")
-    if not any(looks_like_metric(c) or c in named for c in header):
-        raise InputFileError(
-            f"{where}: no metric columns (expected e.g. throughput_img_s, latency_p50_s, "
-            "peak_memory_bytes, macs, params)"
-        )
+    """:func:`vitbench.gate.verdicts.load_results`'s checks of a file's columns."""
+    record_path.check_columns(set(table.header), where, named)
 
 
 # --------------------------------------------------------------------------- columns

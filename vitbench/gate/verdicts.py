@@ -69,7 +69,16 @@ def load_results(source: Any, role: str = "results", metrics: Iterable[str] = ()
     where = f"{role} file={str(source)!r}" if is_file else f"{role} records"
     if not records:
         raise InputFileError(f"{where}: no records")
-    columns = set(wanted.header) or {c for r in records for c in r}
+    check_columns(set(wanted.header) or {c for r in records for c in r}, where, metrics)
+    problems = metadata.get("problems") or [] if isinstance(metadata, dict) else []
+    if problems:  # a damaged record would drop its configuration from the comparison unseen
+        raise InputFileError(f"{where}: {problems[0]}; the gate compares only whole results (repair or rerun them)")
+    return records
+
+
+def check_columns(columns: set[str], where: str, metrics: set[str]) -> None:
+    """A results file's columns hold a ``model`` column and a metric column (a known metric, or
+    one of ``metrics``, the columns rules name); else one-line :class:`InputFileError`."""
     if "model" not in columns:
         raise InputFileError(f"{where}: no 'model' column (not a vitbench results file)")
     if not any(looks_like_metric(c) or c in metrics for c in columns):
@@ -77,10 +86,6 @@ def load_results(source: Any, role: str = "results", metrics: Iterable[str] = ()
             f"{where}: no metric columns (expected e.g. throughput_img_s, latency_p50_s, "
             "peak_memory_bytes, macs, params)"
         )
-    problems = metadata.get("problems") or [] if isinstance(metadata, dict) else []
-    if problems:  # a damaged record would drop its configuration from the comparison unseen
-        raise InputFileError(f"{where}: {problems[0]}; the gate compares only whole results (repair or rerun them)")
-    return records
 
 
 #: the columns of a results CSV the gate reads (besides ``env_*`` and the ruled metrics): the
