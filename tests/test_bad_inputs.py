@@ -78,6 +78,10 @@ def files(tmp_path_factory) -> dict[str, str]:
     import _scale_cases  # issue 33's CSV cells beyond the reader's bounds, a header-only CSV
 
     out.update(_scale_cases.prepare(root, csv))
+    from vitbench.history import add as history_add  # issue 45: a history for history show and report
+
+    history_add(root / "history", csv, commit="abcd1234", date="2026-11-01T00:00:00+00:00")
+    out["history"] = str(root / "history")
     return out
 
 

@@ -177,6 +177,35 @@ def test_terminal_stream_keeps_a_progress_bars_leading_carriage_return():
     assert buffer.getvalue() == "\rstep 1 model" + "red\n"
 
 
+#: every line break str.splitlines() and a table renderer take, and how a table cell shows it
+#: (Python's escape of the character, written out here by hand)
+LINE_BREAKS = {"\n": "\\n", "\r": "\\r", "\r\n": "\\r\\n", "\v": "\\x0b", "\f": "\\x0c", "\x1c": "\\x1c",
+               "\x1d": "\\x1d", "\x1e": "\\x1e", "\x85": "\\x85", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+@pytest.mark.parametrize("brk", LINE_BREAKS)
+def test_a_line_break_in_a_terminal_table_cell_is_shown_not_taken(brk):
+    """issue 45: a value holding a line break (a calibration's device name) printed a line that
+    read as a row of its own."""
+    from vitbench.reporting.format import render
+
+    spoof = f"cpu{brk}resnet50  999"
+    text = render([{"model": "vit-s/16", "device": spoof, "macs": 1}, {"model": "z", "device": "cpu", "macs": 2}], "table")
+    lines = text.splitlines()
+    assert len(lines) == 4, lines  # the header, its ruler, two rows
+    assert f"cpu{LINE_BREAKS[brk]}resnet50  999" in lines[2] and not lines[3].startswith("resnet50")
+    header = render([{f"de{brk}vice": "x"}], "table").splitlines()
+    assert len(header) == 3 and header[0].strip() == f"de{LINE_BREAKS[brk]}vice"
+
+
+def test_a_line_break_in_a_name_adds_no_row_to_compares_table(tmp_path, capsys):
+    path = tmp_path / "r.csv"
+    write_csv([_record("vit\nresnet50 224px b8 cpu infer fp32  throughput_img_s  100  1 ok", 0)], path)
+    assert main(["compare", str(path), str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "vit\\nresnet50" in out and not any(line.startswith("resnet50") for line in out.splitlines())
+
+
 # --------------------------------------------------------------------------- end to end
 
 

@@ -3,6 +3,7 @@ and a store that concurrent writers and a torn line cannot damage."""
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
 import multiprocessing
@@ -13,7 +14,9 @@ import sys
 
 import pytest
 
+from vitbench.errors import SpecError
 from vitbench.history import add, changes, commits, read
+from vitbench.history.store import check_ref
 from vitbench.results import write_csv
 
 MACS_COMMIT, TIME_COMMIT = 7, 13
@@ -192,10 +195,120 @@ def test_the_html_report_escapes_what_users_wrote(tmp_path):
 
 def test_branch_and_subject_carry_no_escape_sequence(tmp_path):
     """--branch and the commit's subject reach tables and CSV files: an escape sequence or a bell
-    in them is dropped when the commit is added (a red-team find: commits.csv set the terminal's
-    title when shown with cat)."""
+    in the subject is dropped when the commit is added (a red-team find: commits.csv set the
+    terminal's title when shown with cat); a branch holding one is no git branch name, refused."""
     rows = synthetic(0)[0][3]
-    add(tmp_path / "h", rows, commit="c1", date="2026-11-01T00:00:00+00:00",
-        branch="\x1b[31mmain\x07", message="fix\x1b]0;pwn\x07 it")
+    with pytest.raises(SpecError, match=r"branch='\\x1b\[31mmain\\x07': must be a git branch name"):
+        add(tmp_path / "h", rows, commit="c1", date="2026-11-01T00:00:00+00:00", branch="\x1b[31mmain\x07")
+    assert not (tmp_path / "h").exists()  # refused before the store is made
+    add(tmp_path / "h", rows, commit="c1", date="2026-11-01T00:00:00+00:00", branch="main", message="fix\x1b]0;pwn\x07 it")
     (commit,) = commits(read(tmp_path / "h"))
     assert (commit.branch, commit.message) == ("main", "fix it")
+
+
+# --------------------------------------------------------------------------- ids and names (issue 45)
+#: names `git check-ref-format --allow-onelevel` refuses (the test checks that git does)
+GIT_REFUSES = ["a..b", "a b", "a~1", "a^", "a:b", "a?", "a*", "a[b", "a\\b", ".hidden", "a/.b", "a.lock", "a/b.lock/c",
+               "a/", "/a", "a//b", "a.", "a@{1}", "@", "a\x7fb", "a\tb", "a\nb"]
+#: names git takes but a shell or an option parser would read as something else
+SHELL_OR_OPTION = ["-x", "--help", "b$(id)", "a;touch${IFS}PWNED", "a(b", "a)b", "a`id`", "a|b", "a&b", "a<b", "a>b",
+                   "a'b", 'a"b', "a\u2028b", "a\u202eb"]
+VALID = ["deadbeef", "1a2b3c4", "abc", "main", "feature/x-1", "release-1.2", "v1.0_rc", "\u00fcn\u00efcode", "w1-3",
+         "0123456789abcdef" * 4]
+
+
+def _git_accepts(name: str) -> bool:
+    return subprocess.run(["git", "check-ref-format", "--allow-onelevel", name], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("name", GIT_REFUSES + SHELL_OR_OPTION)
+def test_a_commit_id_or_branch_git_or_a_shell_would_misread_is_refused(name):
+    if name in GIT_REFUSES:
+        assert not _git_accepts(name)
+    for field in ("commit", "branch"):
+        with pytest.raises(SpecError, match=f"^{field}="):
+            check_ref(field, name)
+    with pytest.raises(SpecError):
+        check_ref("commit", name, prefix=True) if not name.endswith(("/", ".", ".lock")) else check_ref("commit", name)
+
+
+@pytest.mark.parametrize("name", VALID)
+def test_hex_ids_and_ref_names_are_taken_as_they_are(name):
+    assert _git_accepts(name)
+    assert check_ref("commit", name) == name and check_ref("branch", name) == name
+
+
+def test_the_start_of_a_name_is_a_prefix_and_no_branch_is_the_empty_name():
+    assert check_ref("commit", "feature/", prefix=True) == "feature/" and check_ref("commit", "v1.", prefix=True) == "v1."
+    with pytest.raises(SpecError, match="ends with '/'"):
+        check_ref("commit", "feature/")
+    assert check_ref("branch", "", empty=True) == ""
+    with pytest.raises(SpecError, match="^commit='': must be a commit id"):
+        check_ref("commit", "")
+
+
+def test_a_hostile_branch_checked_out_here_is_refused_unless_named(tmp_path):
+    """A pull request's branch name is anyone's to choose: git takes `x;touch${IFS}PWNED`."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run(["git", "init", "-q", "-b", "x;touch${IFS}PWNED"], cwd=repo, check=True)
+    (repo / "f").write_text("1")
+    subprocess.run([*git, "add", "f"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], cwd=repo, check=True)
+    write_csv(synthetic(0)[0][3], tmp_path / "r.csv")
+    done = _cli("add", tmp_path / "r.csv", "--store", tmp_path / "h", cwd=repo)
+    assert done.returncode == 2 and "branch='x;touch${IFS}PWNED': must be a git branch name: it holds ';'" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "h").exists()
+    done = _cli("add", tmp_path / "r.csv", "--store", tmp_path / "h", "--branch", "main", cwd=repo)
+    assert done.returncode == 0, done.stderr
+
+
+def _old_store(path, commits_macs):
+    """A history written before ids were checked: any id, as a store holds it."""
+    from vitbench.history.store import FINGERPRINT, HISTORY_NAME
+    from vitbench.store import Store
+
+    with Store.open(path, sweep={"name": HISTORY_NAME, "fingerprint": FINGERPRINT}) as handle:
+        for i, (commit, macs) in enumerate(commits_macs):
+            date = f"2026-11-0{i + 1}T00:00:00+00:00"
+            handle.add({"id": f"{i}", "model": "m", "img_size": 224, "batch_size": 1, "status": "ok", "macs": macs,
+                        "params": 5, "history_commit": commit, "history_date": date, "history_branch": "",
+                        "history_message": f"commit {i}", "history_entry": f"e{i}", "history_added_at": date})
+
+
+def test_bisect_hints_quote_every_id_for_a_shell(tmp_path, capsys):
+    from vitbench.cli import main
+
+    _old_store(tmp_path / "h", [("aaaa0000", 100), ("b$(id);x", 200), ("a|b`c", 300)])
+    assert main(["history", "report", "--store", str(tmp_path / "h"), "--out", str(tmp_path / "r"), "--bisect-hint",
+                 "-q", "--metric", "macs"]) == 0
+    out = capsys.readouterr().out
+    assert "\n  git bisect start 'b$(id);x' aaaa0000\n" in out
+    assert "\n  git bisect start 'a|b`c' 'b$(id);x'\n" in out
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "| `git bisect start 'b$(id);x' aaaa0000` |" in report
+    assert "| ``git bisect start 'a\\|b`c' 'b$(id);x'`` |" in report  # a table cell still: its | escaped
+    assert "\n| ``a\\|b`c`` | 2026-11-03T00:00:00 | commit 2 | macs |" in report
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert "<code>git bisect start 'b$(id);x' aaaa0000</code>" in page
+    with open(tmp_path / "r" / "changes.csv", newline="") as fh:
+        hints = [row["bisect"] for row in csv.DictReader(fh)]
+    assert hints == ["git bisect start 'b$(id);x' aaaa0000", "git bisect start 'a|b`c' 'b$(id);x'"]
+
+
+def test_a_report_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    import errno
+
+    from vitbench.cli import main
+    from vitbench.reporting import history as reporting
+
+    _old_store(tmp_path / "h", [("aaaa0000", 100), ("bbbb1111", 200)])
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(reporting, "plot_series", full)
+    assert main(["history", "report", "--store", str(tmp_path / "h"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"vitbench: error: out={str(tmp_path / 'h' / 'report')!r}: cannot be written (No space left on device)\n"

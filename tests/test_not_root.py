@@ -34,6 +34,7 @@ CASES = [
     (["merge", "{locked_store}", "--out", "{tmp}/m2"], "{locked_store}"),
     (["sweep", "{unreadable_yaml}", "--dry-run"], "{unreadable_yaml}"),
     (["audit", "--catalogue", "{unreadable_yaml}"], "{unreadable_yaml}"),
+    (["history", "report", "--store", "{readonly_history}", "-q"], "{readonly_history}/report"),  # issue 45: was exit 3
 ]
 
 CHILD = textwrap.dedent('''
@@ -73,6 +74,11 @@ def test_permission_faults_are_one_line_and_exit_2(tmp_path):
     shutil.copytree(store, locked_store)
     (locked_store / "rows.jsonl").chmod(0)
     files = {"tmp": str(tmp_path), "csv": str(csv), "store": str(store), "locked_store": str(locked_store)}
+    from vitbench.history import add as history_add
+
+    history_add(tmp_path / "readonly_history", csv, commit="abcd1234", date="2026-11-01T00:00:00+00:00")
+    (tmp_path / "readonly_history").chmod(0o555)
+    files["readonly_history"] = str(tmp_path / "readonly_history")
     for name, mode in (("locked", 0), ("readonly", 0o555)):
         (tmp_path / name).mkdir(mode=mode)
         (tmp_path / name).chmod(mode)

@@ -106,4 +106,22 @@ def terminal_text(text: str, keep: str = "\n\t") -> str:
     return _controls(keep).sub("", _ESCAPE_SEQUENCE.sub("", text))
 
 
-__all__ = ["CSV_TRIGGERS", "MARKDOWN_TAGS", "csv_cell", "csv_unquote", "markdown_cell", "markdown_text", "terminal_text"]
+#: what :meth:`str.splitlines` (and so a table renderer) or a terminal takes for the end of a line
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+_LINE_BREAK = re.compile("[" + LINE_BREAKS + "]")
+
+
+def table_cell(text: object) -> str:
+    """A terminal table's cell on one line: every line break (:data:`LINE_BREAKS`) shown as
+    Python writes it in a string (``\\n``, ``\\r``, ``\\x0b``, ``\\x1c``, ``\\u2028``...), so
+    that no value (a model name, a calibration's device name) starts a line that reads as another
+    row; then :func:`terminal_text`, which keeps no other control character (a tab stays)."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    text = _LINE_BREAK.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+    return terminal_text(text, keep="\t")
+
+
+__all__ = ["CSV_TRIGGERS", "LINE_BREAKS", "MARKDOWN_TAGS", "csv_cell", "csv_unquote", "markdown_cell", "markdown_text",
+           "table_cell", "terminal_text"]

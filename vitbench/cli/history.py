@@ -27,9 +27,10 @@ def register(subparsers) -> None:
     add = sub.add_parser("add", help="append a results file under a commit")
     add.add_argument("results", metavar="RESULTS", help="results CSV/JSON or store directory")
     store_arg(add)
-    add.add_argument("--commit", help="commit id (default: git rev-parse HEAD here)")
+    add.add_argument("--commit", help="commit id: hex, or a name git takes as a ref, with no leading '-' or shell "
+                     "characters (default: git rev-parse HEAD here)")
     add.add_argument("--date", help="commit date, ISO 8601 (default: the commit's, from git)")
-    add.add_argument("--branch", help="branch (default: git's current branch)")
+    add.add_argument("--branch", help="branch, by the same rules as --commit (default: git's current branch)")
     add.add_argument("--message", help="commit subject (default: git's)")
     add.add_argument("--git-dir", metavar="DIR", help="where to ask git (default: here)")
     add_format_argument(add)
@@ -89,7 +90,10 @@ def run_list(args) -> int:
 def run_show(args) -> int:
     from vitbench.errors import SpecError
     from vitbench.history import commits
+    from vitbench.history.store import check_ref
 
+    if args.commit is not None:
+        check_ref("commit", args.commit, prefix=True)
     rows = _rows(args)
     known = [c.commit for c in commits(rows)]
     if args.commit is None:

@@ -82,13 +82,24 @@ class Change:
 
     @property
     def bisect(self) -> str:
-        return f"git bisect start {self.first.commit} {self.last_good.commit}"
+        """The command that searches between the two commits, each argument quoted for a POSIX
+        shell (:func:`bisect_command`)."""
+        return bisect_command(self.first.commit, self.last_good.commit)
 
     def as_record(self) -> dict[str, Any]:
         return {"configuration": self.configuration, "metric": self.metric, "first_commit": self.first.commit,
                 "first_date": self.first.date, "first_message": self.first.message,
                 "last_good_commit": self.last_good.commit, "before": self.before, "after": self.after,
                 "rel_change": self.rel_change, "p_value": self.p_value, "method": self.method, "bisect": self.bisect}
+
+
+def bisect_command(first: str, last_good: str) -> str:
+    """``git bisect start FIRST LAST_GOOD`` with both ids through :func:`shlex.quote`: pasted
+    into a shell, an id is one word whatever it holds (a history written before ids were
+    checked may hold ``$(...)`` or ``;``)."""
+    import shlex
+
+    return shlex.join(["git", "bisect", "start", first, last_good])
 
 
 def _timing(metric: str) -> bool:
@@ -101,10 +112,12 @@ def series(rows: Sequence[dict[str, Any]], metrics: Sequence[str] | None = None)
     from vitbench.gate.matching import group, labels, number
 
     ok = [r for r in rows if r.get("status") in (None, "", "ok")]
+    present = {k for r in ok for k, v in r.items() if number(v) is not None}
+    if metrics:
+        check_metrics(metrics, present)
     if not ok:
         return []
     keys = _keys(ok)
-    present = {k for r in ok for k, v in r.items() if number(v) is not None}
     wanted = [m for m in (metrics or DEFAULT_METRICS) if m in present]
     ordered = commits(ok)
     groups = group(ok, keys)
@@ -116,6 +129,19 @@ def series(rows: Sequence[dict[str, Any]], metrics: Sequence[str] | None = None)
             if points:
                 out.append(Series(names[key], metric, tuple(points)))
     return out
+
+
+def check_metrics(metrics: Sequence[str], present: set[str]) -> None:
+    """Each of ``metrics`` (named by the user) is a number in the history: else a
+    :class:`~vitbench.errors.SpecError` naming it and the metrics there are (exit 2), not a report
+    that silently holds nothing."""
+    from vitbench.errors import SpecError
+
+    known = sorted(k for k in present if not k.startswith("history_") and k != "id")
+    for metric in metrics:
+        if metric not in known:
+            raise SpecError("metric", metric, f"is no metric of this history; known: {', '.join(known)}" if known
+                            else "is no metric of this history, which holds no numbers")
 
 
 def _keys(ok: Sequence[dict[str, Any]]) -> tuple[str, ...]:
@@ -220,4 +246,4 @@ def changes(rows: Sequence[dict[str, Any]], metrics: Sequence[str] | None = None
     return sorted(found, key=lambda c: (order[c.first.commit], c.metric, c.configuration))
 
 
-__all__ = ["DEFAULT_METRICS", "Change", "Point", "Series", "changes", "detect", "is_exact", "series"]
+__all__ = ["DEFAULT_METRICS", "Change", "Point", "Series", "bisect_command", "changes", "check_metrics", "detect", "is_exact", "series"]

@@ -13,13 +13,16 @@ Each row of an added results file becomes one record: the row's own columns plus
     history_entry     one id per ``add`` (several adds of one commit are kept apart and pooled)
     history_added_at  when it was added (UTC)
 
-Commits are ordered by their date, then by when they were first added.
+Commits are ordered by their date, then by when they were first added. A commit id and a branch
+are checked when added (:func:`check_ref`: hex, or a name git takes as a ref, and nothing an option
+parser or a shell would read as something else).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import subprocess
 import time
 import uuid
@@ -86,11 +89,45 @@ def _check_date(date: str) -> str:
     return parsed.isoformat()
 
 
-def _check_commit(commit: Any) -> str:
-    if (not isinstance(commit, str) or not commit.strip() or len(commit) > 200
-            or any(c.isspace() or not c.isprintable() for c in commit.strip())):
-        raise SpecError("commit", commit, "must be a commit id (no spaces or control characters, at most 200 characters)")
-    return commit.strip()
+#: a full or abbreviated commit id
+_HEX = re.compile(r"[0-9a-fA-F]{4,64}")
+#: what ``git check-ref-format`` refuses anywhere in a name (space, ``~ ^ : ? * [ \\``), and
+#: what a shell reads as syntax (a hint or a script may paste the name into one)
+REF_FORBIDDEN = " ~^:?*[\\$;()`|&<>'\""
+MAX_REF = 200
+
+
+def _ref_problem(name: str, prefix: bool) -> str | None:
+    """What makes ``name`` no git ref name (``git check-ref-format --allow-onelevel``, and none
+    of :data:`REF_FORBIDDEN`), or None. ``prefix``: the start of a name (a trailing ``/``, ``.``
+    or ``.lock`` may be cut short there)."""
+    bad = next((c for c in name if c in REF_FORBIDDEN or not c.isprintable() or c.isspace()), None)
+    whole = [(len(name) > MAX_REF, f"is longer than {MAX_REF} characters"),
+             (name.startswith("-"), "starts with '-' (an option to git)"),
+             (bad is not None, f"holds {bad!r}"),
+             (".." in name, "holds '..'"), ("@{" in name, "holds '@{'"), (name == "@", "is '@'"),
+             (name.startswith("/") or "//" in name, "has an empty part between slashes"),
+             (any(part.startswith(".") for part in name.split("/")), "has a part starting with '.'"),
+             (any(part.endswith(".lock") for part in name.split("/")[:-1]), "has a part ending with '.lock'")]
+    ending = [(name.endswith("/"), "ends with '/'"), (name.endswith("."), "ends with '.'"),
+              (name.endswith(".lock"), "ends with '.lock'")]
+    return next((reason for broken, reason in whole + ([] if prefix else ending) if broken), None)
+
+
+def check_ref(field: str, value: Any, *, prefix: bool = False, empty: bool = False) -> str:
+    """``value`` if it is a commit id (4-64 hex digits) or a git ref name by git's own rules
+    (:func:`_ref_problem`), else a :class:`SpecError` naming ``field`` (exit 2): nothing a history
+    holds or prints can be read as an option or as shell syntax. ``prefix``: the start of one
+    (``history show --commit``); ``empty``: the empty text is allowed (no branch)."""
+    if isinstance(value, str) and (_HEX.fullmatch(value) or (empty and value == "")):
+        return value
+    kind = "a git branch name" if field == "branch" else "a commit id (4-64 hex digits) or a git ref name"
+    if not isinstance(value, str) or not value:
+        raise SpecError(field, value, f"must be {kind}")
+    problem = _ref_problem(value, prefix)
+    if problem:
+        raise SpecError(field, value, f"must be {kind}: it {problem}")
+    return value
 
 
 def add(store: str | os.PathLike, results: Any, *, commit: str | None = None, date: str | None = None,
@@ -107,7 +144,9 @@ def add(store: str | os.PathLike, results: Any, *, commit: str | None = None, da
     if commit is None and found is None:
         raise SpecError("commit", None, "not in a git checkout here: give --commit (and --date)")
     info = found or {"commit": "", "date": "", "branch": "", "message": ""}
-    commit_id = _check_commit(commit if commit is not None else info["commit"])
+    commit_id = check_ref("commit", commit if commit is not None else info["commit"])
+    # a branch from git is checked too: a pull request's branch name is anyone's to choose
+    branch_name = check_ref("branch", branch if branch is not None else info["branch"], empty=True)
     when = _check_date(date if date is not None else (info["date"] or dt.datetime.now(dt.timezone.utc).isoformat()))
     records, _ = read_results(results, "results")
     if not records:
@@ -118,7 +157,7 @@ def add(store: str | os.PathLike, results: Any, *, commit: str | None = None, da
 
     # a branch or subject is shown in tables and written to CSVs: no escape sequence rides along
     meta = {"history_commit": commit_id, "history_date": when,
-            "history_branch": terminal_text(str(branch if branch is not None else info["branch"]), keep=""),
+            "history_branch": branch_name,
             "history_message": terminal_text(str(message if message is not None else info["message"]), keep=""),
             "history_entry": entry, "history_added_at": added_at}
     rows = [{**{k: v for k, v in r.items() if k not in ("id", *COLUMNS)}, **meta, "id": f"{commit_id}/{entry}/{i}"}
@@ -172,4 +211,4 @@ def commits(rows: list[dict[str, Any]]) -> list[Commit]:
             for c, e in sorted(seen.items(), key=when)]
 
 
-__all__ = ["COLUMNS", "HISTORY_NAME", "Commit", "add", "commits", "git_commit", "read"]
+__all__ = ["COLUMNS", "HISTORY_NAME", "MAX_REF", "REF_FORBIDDEN", "Commit", "add", "check_ref", "commits", "git_commit", "read"]

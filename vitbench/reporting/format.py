@@ -172,5 +172,10 @@ def render(
         rows = [[markdown_escape(c) for c in row] for row in rows]
         headers = [markdown_escape(h) for h in headers]
         return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
+    from vitbench.escape import table_cell
+
+    # one line per cell: a line break in a value (a device name) would read as a row of its own
+    rows = [[table_cell(c) for c in row] for row in rows]
+    headers = [table_cell(h) for h in headers]
     wrap = fit_widths(rows, headers, width) if width is not None and rows else None
     return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True, maxcolwidths=wrap)

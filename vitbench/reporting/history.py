@@ -69,16 +69,40 @@ def plot_series(one: Any, changes: Sequence[Any], path: Path) -> None:
 
 def write_report(out: str | Path, rows: Sequence[dict[str, Any]], metrics: Sequence[str] | None = None,
                  alpha: float = 0.001, min_change: float = 0.02, title: str = "vitbench history") -> dict[str, Any]:
-    """Write the trend report of history ``rows`` into ``out``; returns paths and the changes."""
-    from vitbench.history.changes import changes as find_changes
+    """Write the trend report of history ``rows`` into ``out``; returns paths and the changes. A
+    folder that cannot be made or written (a file there, a read-only store, a full disk) is one
+    :class:`~vitbench.errors.OutputFileError` naming ``out`` (exit 2), checked before any work."""
+    from vitbench.errors import OutputFileError
     from vitbench.history.changes import series
+    from vitbench.results import check_output_dir
+
+    out = check_output_dir(out, "out")
+    all_series = series(rows, metrics)  # an unknown --metric is refused before anything is written
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        return _write(out, rows, all_series, metrics, alpha, min_change, title)
+    except OSError as exc:  # what no check can tell beforehand: a full disk, a read-only mount
+        raise OutputFileError(f"out={str(out)!r}: cannot be written ({exc.strerror or type(exc).__name__})") from None
+
+
+def _code(text: str) -> str:
+    """``text`` as a markdown code span in a table cell: fenced by more backticks than it holds
+    in a row, a ``|`` escaped (a cell's end otherwise). A commit id of a history written before
+    ids were checked may hold either."""
+    text = text.replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _write(out: Path, rows: Sequence[dict[str, Any]], all_series: Sequence[Any], metrics: Sequence[str] | None,
+           alpha: float, min_change: float, title: str) -> dict[str, Any]:
+    from vitbench.history.changes import bisect_command
+    from vitbench.history.changes import changes as find_changes
     from vitbench.history.store import commits
     from vitbench.results import atomic_write_text, write_csv
 
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     ordered = commits(rows)
-    all_series = series(rows, metrics)
     found = find_changes(rows, metrics, alpha, min_change)
     by_series: dict[tuple[str, str], list[Any]] = {}
     for change in found:
@@ -102,9 +126,9 @@ def write_report(out: str | Path, rows: Sequence[dict[str, Any]], metrics: Seque
         for c in found:
             change = f"{c.rel_change:+.2%}" if c.rel_change is not None else "from 0"
             p = "exact" if c.p_value is None else f"{c.p_value:.2g}"
-            lines.append(f"| `{c.first.short}` | {c.first.date[:19]} | {markdown_escape(c.first.message)} | {c.metric} | "
+            lines.append(f"| {_code(c.first.short)} | {c.first.date[:19]} | {markdown_escape(c.first.message)} | {c.metric} | "
                          f"{markdown_escape(c.configuration)} | {_value(c.metric, c.before)} | {_value(c.metric, c.after)} | "
-                         f"{change} | {p} | `git bisect start {c.first.short} {c.last_good.short}` |")
+                         f"{change} | {p} | {_code(bisect_command(c.first.short, c.last_good.short))} |")
     else:
         lines.append("No change found.")
     lines += ["", f"<sub>Exact counts (MACs, parameters) change at any commit whose value differs. Other metrics: "
