@@ -264,7 +264,7 @@ def test_every_reference_kind_is_predicted(reference, tmp_path, monkeypatch):
 
 def test_a_gpu_device_is_priced_by_the_gpu_model_not_a_datasheet_roofline():
     [row] = vitbench.predict("vit-ti/16", device="h100", precision="bf16", batch_size=64)
-    assert row["pred_basis"] == "gpu-model:h100 (hopper, ada's parameters)" and row["threads"] is None
+    assert row["pred_basis"] == "gpu-model:h100 (hopper, datacenter's parameters)" and row["threads"] is None
     assert row["device_name"] == "H100 SXM" and row["pred_host_s"] > 0 and row["pred_device_s"] > 0
     assert "lower bound" not in (Path(__file__).parents[1] / "docs" / "time.md").read_text()
 

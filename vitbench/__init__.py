@@ -20,7 +20,7 @@ _EXPORTS = {
     "profile": "vitbench.measure.profile",
     "sweep": "vitbench.sweeps",
     "predict": "vitbench.timemodel.run",
-    "devices": "vitbench.timemodel.run",
+    "devices": "vitbench.timemodel.catalogue",
     "calibrate": "vitbench.timemodel.calibration.worker",
     "plan": "vitbench.analytic.memory",
     "memory_estimate": "vitbench.analytic.memory",

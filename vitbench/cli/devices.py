@@ -19,13 +19,14 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
-TABLE_COLUMNS = ("device", "name", "generation", "sms", "fp32_flops_per_s", "tf32_flops_per_s", "fp16_flops_per_s", "bf16_flops_per_s",
-                 "bandwidth_bytes_per_s", "l2_bytes", "params_from", "validated")
+TABLE_COLUMNS = ("device", "name", "generation", "market", "memory_bytes", "fp32_flops_per_s", "tf32_flops_per_s",
+                 "fp16_flops_per_s", "sustained_tensor_flops_per_s", "bandwidth_bytes_per_s",
+                 "sustained_bandwidth_bytes_per_s", "l2_bytes", "params_from", "validated")
 
 
 def run(args) -> int:
     from vitbench.cli.common import emit
-    from vitbench.timemodel.run import devices
+    from vitbench.timemodel.catalogue import devices
 
     records = devices(args.generation)
     emit(args, records, list(TABLE_COLUMNS) if args.format in ("table", "markdown") else None)

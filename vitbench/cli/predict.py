@@ -51,6 +51,10 @@ def register(subparsers) -> None:
     parser.add_argument("--no-trace-cache", action="store_true",
                         help="trace again instead of using the trace cache (traces of named models are kept in "
                         "the cache directory's traces/)")
+    parser.add_argument("--host-dispatch", metavar="HOST", default=None,
+                        help="GPU devices: the host's time to dispatch one operator: default (the documented default "
+                        "host, docs/time.md), measured (this machine's CPU, measured now, + a CUDA launch), or a time "
+                        "per inference operator such as 12us")
     group = parser.add_argument_group("calibration")
     group.add_argument("--calibration", metavar="FILE", help="use this calibration file (one that is damaged, not a regular file, from another torch version or made at "
                        "another thread count than --threads is refused with the reason, exit 2; a damaged cached one is "
@@ -94,7 +98,7 @@ def _predict(args, settings, steps: Steps):
     return predict(
         args.models, device=args.device, mode=settings.get("mode", "infer"), batch_size=settings.get("batch_size", 1),
         precision=args.precision or "fp32", optimizer=settings.get("optimizer", "adamw"), reparam=args.reparam,
-        trace_cache=not args.no_trace_cache,
+        trace_cache=not args.no_trace_cache, host_dispatch=args.host_dispatch,
         threads=settings.get("threads"), calibration=args.calibration, recalibrate=args.recalibrate,
         epochs=args.epochs, dataset_size=args.dataset_size, price_per_hour=args.price_per_hour,
         measured=args.measured, overrides=overrides_from(args), on_calibrate=steps.wait,
@@ -119,7 +123,8 @@ def _columns(args, records) -> list[str]:
 
     columns = list(TABLE_COLUMNS)
     extra = ("pred_epoch_s", "pred_train_hours", "pred_cost", "cost_basis", "measured_latency_s", "pred_ratio", "overrides", "status")
-    if not any(r.get("pred_error_p90") is not None for r in records):
-        columns.remove("pred_error_p90")
+    for column in ("pred_error_p90", "pred_bound"):  # GPU rows only
+        if not any(r.get(column) is not None for r in records):
+            columns.remove(column)
     columns += [c for c in extra if any(r.get(c) is not None for r in records) and (c != "status" or any(r.get(c) != "ok" for r in records))]
     return columns

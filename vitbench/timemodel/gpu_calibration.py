@@ -4,14 +4,19 @@ The cost model's parameters (:class:`~vitbench.timemodel.gpu_model.GenerationPar
 fitted per architecture generation on published measurements; a card of a generation without a
 fit borrows another's. On the card itself they can be fitted to its own step times:
 
-1. every configuration of :data:`SUITE` (small ViTs, ResNets, a ConvNeXt and an EfficientNet,
-   batch 1 to 256, inference and training, fp32 / TF32 / bf16; never one of the models that
-   ``benchmarks/gpu/predict_vs_profile.py`` judges the result on) is measured in this process
-   with the CUDA harness (:func:`vitbench.measure.profile.measure`: warm-up, CUDA events,
-   median step), and traced on fake CUDA tensors (the CUDA autocast policy);
-2. the parameters are fitted to them (:func:`vitbench.timemodel.gpu_fit.fit`, soft-L1 on log
-   error) starting from the generation's published fit;
-3. the result is saved as JSON (:class:`GpuCalibration`) in the cache directory, one per card
+1. every configuration of :data:`SUITE` is measured in this process with the CUDA harness
+   (:func:`vitbench.measure.profile.measure`: warm-up, CUDA events, median step), and traced on
+   fake CUDA tensors (the CUDA autocast policy). Most are *device-bound* (ViT-B/16, ViT-L/16,
+   ResNet-50/101, ConvNeXt-T/B, Swin-T at batches that fill a data-centre card: their kernels,
+   not the host, set the step), so the device's parameters can be identified; a few at batch 1
+   are *host-bound* and give the host's dispatch time per operator (:func:`host_from_batch_one`);
+2. every :data:`HOLD_OUT`-th configuration is held out; the device parameters are fitted to
+   the rest with the host held (:func:`vitbench.timemodel.gpu_fit.fit`, soft-L1 on log error),
+   regularised toward the card's published fit (the prior: a parameter the suite cannot
+   identify stays at the prior instead of running to a bound);
+3. the held-out configurations judge the fit: one worse there than the prior is refused with
+   the reason (:class:`CalibrationError`), never saved;
+4. the result is saved as JSON (:class:`GpuCalibration`) in the cache directory, one per card
    name and torch version, and read back by ``predict --device cuda`` on that card, or by
    ``predict --device <card> --calibration FILE`` anywhere.
 """
@@ -33,15 +38,25 @@ from vitbench.timemodel.calibration.schema import CalibrationError
 FORMAT = 1
 KIND = "vitbench-gpu-calibration"
 
-#: (model, mode, batch, precision): the calibration's configurations
+#: (model, mode, batch, precision): the calibration's configurations. Device-bound first (large
+#: models at batches that fill a data-centre card), then host-bound ones at batch 1
 SUITE: tuple[tuple[str, str, int, str], ...] = tuple(
-    [(model, mode, batch, "bf16")
-     for model in ("vit-ti/16", "vit-s/32", "resnet18", "resnet34", "timm:convnext_atto", "timm:efficientnet_b0")
-     for mode in ("infer", "train") for batch in (1, 32, 256)]
-    + [(model, mode, 128, precision)
-       for model in ("vit-ti/16", "resnet18", "timm:convnext_atto")
-       for mode in ("infer", "train") for precision in ("fp32", "tf32")]
+    [(model, "infer", 256, "bf16") for model in ("vit-b/16", "resnet50", "timm:convnext_tiny",
+                                                 "timm:swin_tiny_patch4_window7_224", "resnet101")]
+    + [(model, "infer", 128, "bf16") for model in ("vit-l/16", "timm:convnext_base")]
+    + [(model, "train", 128, "bf16") for model in ("vit-b/16", "resnet50", "timm:convnext_tiny",
+                                                   "timm:swin_tiny_patch4_window7_224")]
+    + [(model, "train", 64, "bf16") for model in ("vit-l/16", "resnet101", "timm:convnext_base")]
+    + [(model, mode, 128, precision) for model in ("vit-b/16", "resnet50") for mode in ("infer", "train")
+       for precision in ("fp32", "tf32")]
+    + [(model, mode, 1, "bf16") for model in ("vit-ti/16", "resnet18", "timm:convnext_atto") for mode in ("infer", "train")]
 )
+#: every HOLD_OUT-th configuration of the suite judges the fit instead of entering it
+HOLD_OUT = 4
+#: the prior's weight in a calibration's fit (gpu_fit.fit's prior_weight)
+PRIOR_WEIGHT = 0.3
+#: a configuration is host-bound when its kernels alone take at most this fraction of its step
+HOST_BOUND_SHARE = 0.3
 
 
 class NotAGpuCalibration(CalibrationError):
@@ -63,6 +78,10 @@ class GpuCalibration:
     fit_error_median: float | None = None   # |predicted / measured - 1| over the observations
     fit_error_p90: float | None = None
     start_error_median: float | None = None  # the same with the starting parameters
+    holdout_error_median: float | None = None  # |predicted / measured - 1| on the held-out configurations
+    holdout_error_p90: float | None = None
+    prior_holdout_error_median: float | None = None  # the same with the published fit (the prior)
+    rates: str = "datasheet"                  # what the efficiencies are relative to (gpu_model.SUSTAINED...)
     created: float = 0.0
     seconds: float = 0.0
     kind: str = KIND
@@ -104,11 +123,16 @@ class GpuCalibration:
         spec = gpu(self.device)
         if spec is None:
             raise CalibrationError(f"device {self.device!r} is not in this vitbench's GPU catalogue")
-        band = {"median": self.fit_error_median, "p90": self.fit_error_p90, "n": len(self.observations)}
+        if self.holdout_error_median is not None:
+            band = {"median": self.holdout_error_median, "p90": self.holdout_error_p90,
+                    "n": sum(1 for o in self.observations if o.get("held_out")), "held_out": True}
+        else:
+            band = {"median": self.fit_error_median, "p90": self.fit_error_p90, "n": len(self.observations)}
         validation = {"calibration": band}
+        rates = self.rates if self.rates in ("datasheet", "sustained") else "datasheet"
         return GpuProfile(spec, GenerationParams.from_dict(self.params), spec.generation,
                           f"this card's calibration ({len(self.observations)} configurations)", validation,
-                          calibrated_on=self.device_name)
+                          calibrated_on=self.device_name, rates=rates, host_from="this card's calibration")
 
 
 def _check_members(data: dict[str, Any]) -> None:
@@ -116,12 +140,15 @@ def _check_members(data: dict[str, Any]) -> None:
     line, never priced (text where text is, a list of observations, finite numbers or null)."""
     from vitbench.errors import shown
 
+    if data.get("rates", "datasheet") not in ("datasheet", "sustained"):
+        raise CalibrationError(f"rates={shown(data['rates'], 60)}: must be datasheet or sustained")
     for name in ("device", "device_name", "torch", "vitbench", "start_from"):
         if name in data and not isinstance(data[name], str):
             raise CalibrationError(f"{name}={shown(data[name], 60)}: must be text")
     if not isinstance(data.get("observations", []), list):
         raise CalibrationError(f"observations={shown(data['observations'], 60)}: must be a list")
-    for name in ("fit_error_median", "fit_error_p90", "start_error_median", "created", "seconds"):
+    for name in ("fit_error_median", "fit_error_p90", "start_error_median", "holdout_error_median", "holdout_error_p90",
+                 "prior_holdout_error_median", "created", "seconds"):
         value = data.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e300):
             raise CalibrationError(f"{name}={shown(value, 60)}: must be a non-negative number")
@@ -195,8 +222,6 @@ def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_ti
 
     from vitbench import __version__
     from vitbench.errors import SpecError
-    from vitbench.measure.stats import quantile
-    from vitbench.timemodel.gpu_fit import Stacked, fit
     from vitbench.timemodel.gpu_model import profile_for
     from vitbench.timemodel.gpus import GPU_DEVICES, match_device_name
 
@@ -215,25 +240,88 @@ def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_ti
             if on_progress:
                 on_progress(f"[{index + 1}/{len(suite)}] {model} {mode} {batch} {precision}: skipped ({row.get('status')}: {row.get('error')})")
             continue
-        observations.append(observation(model, mode, batch, precision, row["latency_p50_s"], spec))
+        observations.append(observation(model, mode, batch, precision, row["latency_p50_s"], start.priced_spec))
         kept.append((model, mode, batch, precision, row["latency_p50_s"]))
         if on_progress:
             on_progress(f"[{index + 1}/{len(suite)}] {model} {mode} batch {batch} {precision}: {row['latency_p50_s'] * 1e3:.3f} ms")
-    if len(observations) < 8:
-        raise CalibrationError(f"only {len(observations)} of {len(suite)} configurations measured; too few to fit")
+    fitted = fit_on_card(observations, start)
+    return GpuCalibration(
+        device=spec.key, device_name=name, torch=torch.__version__, vitbench=__version__, params=asdict(fitted.params),
+        start_from=start.params_from,
+        observations=[dict(model=m, mode=mo, batch_size=b, precision=p, measured_s=s, fitted_s=f, held_out=h)
+                      for (m, mo, b, p, s), f, h in zip(kept, fitted.predicted_s, fitted.held_out)],
+        fit_error_median=fitted.fit_error_median, fit_error_p90=fitted.fit_error_p90,
+        start_error_median=fitted.start_error_median, holdout_error_median=fitted.holdout_error_median,
+        holdout_error_p90=fitted.holdout_error_p90, prior_holdout_error_median=fitted.prior_holdout_error_median,
+        rates=start.rates, created=started, seconds=time.time() - started)
+
+
+@dataclass(frozen=True)
+class CardFit:
+    """What :func:`fit_on_card` found: the parameters (with the host's dispatch), each
+    observation's predicted step and whether it was held out, and the errors."""
+
+    params: Any
+    predicted_s: list[float]
+    held_out: list[bool]
+    fit_error_median: float
+    fit_error_p90: float
+    start_error_median: float
+    holdout_error_median: float
+    holdout_error_p90: float
+    prior_holdout_error_median: float
+    host_bound: int
+
+
+def fit_on_card(observations: Sequence[Any], prior: Any) -> CardFit:
+    """Fit a card's parameters to its measured ``observations`` (:func:`observation`, priced at
+    ``prior.priced_spec``), starting from and regularised toward ``prior`` (a
+    :class:`~vitbench.timemodel.gpu_model.GpuProfile`):
+
+    1. the host: the dispatch time per operator fitted on the host-bound steps (the prior's
+       kernels alone take at most HOST_BOUND_SHARE of the step), inference and training apart
+       (the prior's where a mode has none);
+    2. the device: every parameter but the host's, the kernel floor and tail and L2 reuse,
+       fitted to the configurations not held out (every HOLD_OUT-th), with PRIOR_WEIGHT;
+    3. judged on the held-out ones: a fit whose median error there is above the prior's is
+       refused (:class:`CalibrationError`)."""
+    from dataclasses import fields, replace
+
+    from vitbench.measure.stats import quantile
+    from vitbench.timemodel.gpu_fit import Stacked, fit
+    from vitbench.timemodel.gpu_model import GenerationParams, kernel_times
+
+    if len(observations) < 2 * HOLD_OUT:
+        raise CalibrationError(f"only {len(observations)} configurations measured; at least {2 * HOLD_OUT} are needed to fit "
+                               "and judge a calibration")
+    params = prior.params
+    host_bound = [o for o in observations
+                  if float(kernel_times(o.table, o.spec, params, o.tf32)[1].sum()) <= HOST_BOUND_SHARE * o.measured_s]
+    device_names = [f.name for f in fields(GenerationParams) if f.name not in ("host_infer_s", "host_train_s")]
+    for mode, name in (("infer", "host_infer_s"), ("train", "host_train_s")):
+        mine = [o for o in host_bound if o.mode == mode]
+        if mine:
+            other = "host_train_s" if name == "host_infer_s" else "host_infer_s"
+            params = replace(params, **{name: getattr(fit(mine, params, fixed=(*device_names, other)), name)})
+    held = [index % HOLD_OUT == HOLD_OUT - 1 for index in range(len(observations))]
+    kept = [o for o, h in zip(observations, held) if not h]
+    fixed = ("launch_floor_s", "kernel_tail_s", "l2_gain", "host_infer_s", "host_train_s")
+    fitted = fit(kept, params, fixed=fixed, prior_weight=PRIOR_WEIGHT)
     stacked = Stacked(observations)
     measured = [o.measured_s for o in observations]
-    before = relative_errors(list(stacked.latencies(start.params)), measured)
-    params = fit(observations, start.params)
-    after_s = list(stacked.latencies(params))
+    after_s = [float(v) for v in stacked.latencies(fitted)]
     after = relative_errors(after_s, measured)
-    return GpuCalibration(
-        device=spec.key, device_name=name, torch=torch.__version__, vitbench=__version__, params=asdict(params),
-        start_from=start.params_from,
-        observations=[dict(model=m, mode=mo, batch_size=b, precision=p, measured_s=s, fitted_s=f)
-                      for (m, mo, b, p, s), f in zip(kept, after_s)],
-        fit_error_median=statistics.median(after), fit_error_p90=quantile(after, 0.9),
-        start_error_median=statistics.median(before), created=started, seconds=time.time() - started)
+    before = relative_errors(list(stacked.latencies(prior.params)), measured)
+    held_after = [e for e, h in zip(after, held) if h]
+    held_before = [e for e, h in zip(before, held) if h]
+    result = CardFit(fitted, after_s, held, statistics.median(after), quantile(after, 0.9), statistics.median(before),
+                     statistics.median(held_after), quantile(held_after, 0.9), statistics.median(held_before),
+                     len(host_bound))
+    if result.holdout_error_median > result.prior_holdout_error_median:
+        raise CalibrationError(f"the fit predicts its {len(held_after)} held-out configurations worse than the published "
+                               f"parameters (median |error| {result.holdout_error_median:.1%} against "
+                               f"{result.prior_holdout_error_median:.1%}): not saved; the published fit stays in use")
+    return result
 
 
 def summary(calibration: GpuCalibration) -> dict[str, Any]:
@@ -241,17 +329,22 @@ def summary(calibration: GpuCalibration) -> dict[str, Any]:
     return {"device": calibration.device, "device_name": calibration.device_name, "torch": calibration.torch,
             "configurations": len(calibration.observations), "start_from": calibration.start_from,
             "fit_error_median": calibration.fit_error_median, "fit_error_p90": calibration.fit_error_p90,
-            "start_error_median": calibration.start_error_median, "seconds": calibration.seconds,
+            "start_error_median": calibration.start_error_median, "holdout_error_median": calibration.holdout_error_median,
+            "holdout_error_p90": calibration.holdout_error_p90,
+            "prior_holdout_error_median": calibration.prior_holdout_error_median, "seconds": calibration.seconds,
             **{f"param_{k}": v for k, v in sorted(calibration.params.items())}}
 
 
 __all__ = [
     "FORMAT",
+    "HOLD_OUT",
     "SUITE",
+    "CardFit",
     "GpuCalibration",
     "NotAGpuCalibration",
     "cache_path",
     "calibrate_gpu",
+    "fit_on_card",
     "load",
     "measure_step",
     "observation",

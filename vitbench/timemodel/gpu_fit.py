@@ -7,6 +7,15 @@ device itself.
 over the parameters (in log space, within physical bounds), rho the soft-L1 loss (quadratic
 near 0, linear beyond 10%: one odd model cannot drag the rest). The parameters describe the
 device and the framework, never a model: every configuration shares them.
+
+With a prior (a calibration on the card starts from its generation's fit) the fit is
+regularised toward it:
+
+    minimise  sum_i rho(log(predicted_i / measured_i)) + sum_j (w x log(p_j / prior_j))^2
+
+so a parameter the observations cannot identify stays where the prior put it instead of running
+to a bound. An observation may carry its own host (``host``: the dispatch time per operator
+of the machine it was measured on), so that measurements from several machines fit one card.
 """
 
 from __future__ import annotations
@@ -40,11 +49,17 @@ class Observation:
     mode: str
     measured_s: float
     tf32: bool = False
+    host: tuple[float, float] | None = None   # (inference, training) host s per operator; None: the params'
 
 
 def predicted(observations: Sequence[Observation], params: GenerationParams) -> list[float]:
     """Each observation's predicted step (:func:`~vitbench.timemodel.gpu_model.predict_table`)."""
-    return [predict_table(o.table, GpuProfile(o.spec, params, o.spec.generation), o.mode, o.tf32).latency_s
+    from dataclasses import replace
+
+    def own(o: Observation) -> GenerationParams:
+        return params if o.host is None else replace(params, host_infer_s=o.host[0], host_train_s=o.host[1])
+
+    return [predict_table(o.table, GpuProfile(o.spec, own(o), o.spec.generation), o.mode, o.tf32).latency_s
             for o in observations]
 
 
@@ -61,7 +76,7 @@ class Stacked:
         self.groups = []  # (spec, tf32, indices of observations, stacked table, segment starts, train flags)
         keys: dict[tuple, list[int]] = {}
         for index, o in enumerate(self.observations):
-            keys.setdefault((o.spec.key, o.tf32), []).append(index)
+            keys.setdefault((o.spec, o.tf32), []).append(index)
         for (_, tf32), indices in keys.items():
             tables = [self.observations[i].table for i in indices]
             lengths = np.array([len(t.kind) for t in tables])
@@ -71,8 +86,11 @@ class Stacked:
                                     "host_units")}
             stacked = OpTable(**columns, macs=0, total_bytes=0)
             train = np.repeat([self.observations[i].mode == "train" for i in indices], lengths)
+            # each operator's own host time where its observation states one (NaN: the params')
+            own = np.repeat([np.nan if self.observations[i].host is None
+                             else self.observations[i].host[self.observations[i].mode == "train"] for i in indices], lengths)
             self.groups.append((self.observations[indices[0]].spec, tf32, np.array(indices), stacked, starts, lengths,
-                                train))
+                                train, own))
         self.measured = np.array([o.measured_s for o in self.observations])
 
     def latencies(self, params: GenerationParams) -> Any:
@@ -81,9 +99,10 @@ class Stacked:
         from vitbench.timemodel.gpu_model import kernel_times
 
         out = np.zeros(len(self.observations))
-        for spec, tf32, indices, table, starts, lengths, train in self.groups:
+        for spec, tf32, indices, table, starts, lengths, train, own in self.groups:
             _, device = kernel_times(table, spec, params, tf32)
-            host = table.host_units * np.where(train, params.host_train_s, params.host_infer_s)
+            per_op = np.where(train, params.host_train_s, params.host_infer_s)
+            host = table.host_units * np.where(np.isnan(own), per_op, own)
             cumulative = np.cumsum(host)
             before = np.concatenate([[0.0], cumulative])[starts]
             host_seg = cumulative - np.repeat(before, lengths)
@@ -104,8 +123,9 @@ def log_errors(observations: Sequence[Observation], params: GenerationParams) ->
 
 
 def fit(observations: Sequence[Observation], start: GenerationParams | None = None,
-        fixed: Sequence[str] = (), max_evaluations: int = 400) -> GenerationParams:
-    """The parameters that minimise the soft-L1 of the log errors (``fixed`` ones kept at ``start``)."""
+        fixed: Sequence[str] = (), max_evaluations: int = 400, prior_weight: float = 0.0) -> GenerationParams:
+    """The parameters that minimise the soft-L1 of the log errors (``fixed`` ones kept at
+    ``start``), regularised toward ``start`` with ``prior_weight`` (0: not at all)."""
     import numpy as np
     from scipy.optimize import least_squares
 
@@ -121,9 +141,34 @@ def fit(observations: Sequence[Observation], start: GenerationParams | None = No
         return GenerationParams(**values)
 
     stacked = Stacked(observations)
-    result = least_squares(lambda x: stacked.log_errors(params_at(x)), x0, bounds=(low, high),
-                           loss="soft_l1", f_scale=0.1, max_nfev=max_evaluations, diff_step=1e-3)
+    prior = x0.copy()
+
+    def residuals(x):
+        errors = stacked.log_errors(params_at(x))
+        if prior_weight <= 0:
+            return errors
+        # soft_l1 applies to every residual: the prior's are scaled so that it stays quadratic
+        # where it matters (a factor e^1 away costs prior_weight^2)
+        return np.concatenate([errors, prior_weight * (x - prior)])
+
+    result = least_squares(residuals, x0, bounds=(low, high), loss="soft_l1", f_scale=0.1,
+                           max_nfev=max_evaluations, diff_step=1e-3)
     return params_at(result.x)
 
 
-__all__ = ["BOUNDS", "Observation", "Stacked", "fit", "log_errors", "predicted"]
+def at_bounds(params: GenerationParams, fixed: Sequence[str] = (), tolerance: float = 0.01) -> list[str]:
+    """The parameters (not ``fixed``) within ``tolerance`` (relative, in log space) of a bound:
+    what the data could not identify."""
+    out = []
+    for f in fields(GenerationParams):
+        if f.name in fixed:
+            continue
+        low, high = BOUNDS[f.name]
+        value = getattr(params, f.name)
+        span = math.log(high / low)
+        if min(math.log(value / low), math.log(high / value)) <= tolerance * span:
+            out.append(f.name)
+    return out
+
+
+__all__ = ["BOUNDS", "Observation", "Stacked", "at_bounds", "fit", "log_errors", "predicted"]

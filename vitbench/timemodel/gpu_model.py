@@ -27,7 +27,14 @@ once it is dispatched and the previous one is done:
 
     d_i = max(d_{i-1}, h_i) + t_i,   h_i = (i + 1) x host_s,   step = d_N
 
-so a small batch is bound by the host, as eager PyTorch is, and a large one by the kernels. The
+so a small batch is bound by the host, as eager PyTorch is, and a large one by the kernels
+(``pred_bound`` says which: ``host`` when the host's dispatch alone takes at least as long as the
+kernels alone). The host is the machine's, not the GPU's: ``host_s`` comes from
+:class:`HostParams` (a documented default host, a stated one, or this machine's measured
+dispatch), except for consumer cards, whose generation fit keeps the host of the published
+measurements it was fitted on. Data-centre cards are priced at their measured *sustained* rates
+(:meth:`~vitbench.timemodel.gpus.GpuSpec.at_sustained_rates`), with efficiencies fitted
+relative to those (``rates: sustained`` in the parameter file). The
 breakdown charges each kernel's time to its component and the GPU's idle time (waiting for the
 host) plus the launch floors' excess to ``overhead``: the components sum to the step.
 """
@@ -37,7 +44,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -84,8 +91,30 @@ class GenerationParams:
 
 
 @dataclass(frozen=True)
+class HostParams:
+    """The host's time to dispatch one operator of an eager step (Python, the dispatcher,
+    autograd's bookkeeping in training, the CUDA launch call): a property of the CPU and the
+    PyTorch build, not of the GPU."""
+
+    infer_s: float
+    train_s: float
+    source: str      # where the figures come from (docs/time.md)
+
+    def __post_init__(self) -> None:
+        for name in ("infer_s", "train_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value < 1.0):
+                raise ValueError(f"host {name}={value!r}: must be a positive time under 1 s")
+
+
+#: the kinds of rate a generation's efficiencies are relative to
+DATASHEET, SUSTAINED = "datasheet", "sustained"
+
+
+@dataclass(frozen=True)
 class GpuProfile:
-    """What a GPU prediction rests on: the card's numbers and its generation's parameters."""
+    """What a GPU prediction rests on: the card's numbers and its generation's parameters
+    (their host fields already the host's: :func:`profile_for`)."""
 
     spec: GpuSpec
     params: GenerationParams
@@ -93,6 +122,13 @@ class GpuProfile:
     fitted_on: str = ""                  # what that fit used
     validation: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     calibrated_on: str = ""              # the card a calibration on the device was measured on
+    rates: str = DATASHEET               # DATASHEET or SUSTAINED: what the efficiencies are relative to
+    host_from: str = ""                  # where the host's dispatch time comes from
+
+    @property
+    def priced_spec(self) -> GpuSpec:
+        """The card as the parameters price it: at its sustained rates where they are relative to them."""
+        return self.spec.at_sustained_rates() if self.rates == SUSTAINED else self.spec
 
     # what the CPU path's Calibration offers the callers
     basis = "gpu-model"
@@ -113,8 +149,6 @@ class GpuProfile:
         borrowed = "" if self.params_from == self.spec.generation else f", {self.params_from}'s parameters"
         return f"gpu-model:{self.spec.key} ({self.spec.generation}{borrowed})"
 
-    def dtypes(self) -> list[str]:
-        return [d for d in ("float32", "float16", "bfloat16") if self.spec.peak_flops(d)]
 
 
 @lru_cache(maxsize=1)
@@ -125,16 +159,39 @@ def parameter_file() -> dict[str, Any]:
     return json.loads(text)
 
 
-def profile_for(spec: GpuSpec, params: GenerationParams | None = None) -> GpuProfile:
-    """The profile of ``spec`` with its generation's fitted parameters (or ``params``)."""
+def default_host() -> HostParams:
+    """The documented default host (``hosts.default`` of the parameter file; docs/time.md)."""
+    entry = parameter_file()["hosts"]["default"]
+    return HostParams(float(entry["infer_s"]), float(entry["train_s"]), str(entry["source"]))
+
+
+def fit_source(spec: GpuSpec) -> str:
+    """The parameter set that prices ``spec``: a data-centre card the data-centre fit (relative
+    to sustained rates, so it transfers across generations); a consumer or workstation card
+    its generation's published fit, or the one its generation borrows."""
     data = parameter_file()
-    if params is not None:
-        return GpuProfile(spec, params, spec.generation, "given")
+    if spec.market == "datacenter" and spec.sustained is not None:
+        return "datacenter"
     generation = spec.generation
-    source = generation if generation in data["generations"] else data["borrow"].get(generation, "ada")
+    return generation if generation in data["generations"] else data["borrow"].get(generation, "ada")
+
+
+def profile_for(spec: GpuSpec, host: HostParams | None = None) -> GpuProfile:
+    """The profile of ``spec``: the parameters of :func:`fit_source` and the host's dispatch
+    time (``host``; else the default host for data-centre cards, the published fit's own host
+    for consumer and workstation cards)."""
+    data = parameter_file()
+    source = fit_source(spec)
     entry = data["generations"][source]
-    return GpuProfile(spec, GenerationParams.from_dict(entry["params"]), source, entry.get("fitted_on", ""),
-                      data.get("validation", {}))
+    params = GenerationParams.from_dict(entry["params"])
+    host_from = f"{source} fit's host"
+    if host is None and source == "datacenter":
+        host = default_host()
+    if host is not None:
+        params = replace(params, host_infer_s=host.infer_s, host_train_s=host.train_s)
+        host_from = host.source
+    return GpuProfile(spec, params, source, entry.get("fitted_on", ""), data.get("validation", {}),
+                      rates=entry.get("rates", DATASHEET), host_from=host_from)
 
 
 # --- the operator table: a trace as arrays, priced without a Python loop per operator ------------
@@ -244,8 +301,15 @@ class GpuPrediction(Prediction):
     host_s: float = 0.0     # the host's dispatch time alone
     device_s: float = 0.0   # the kernels' time alone
 
-    def columns(self, batch_size: int) -> dict[str, float | int]:
-        return {**super().columns(batch_size), "pred_host_s": self.host_s, "pred_device_s": self.device_s}
+    @property
+    def bound(self) -> str:
+        """``host`` when the host's dispatch alone takes at least as long as the kernels alone
+        (a faster GPU would not shorten the step), else ``device``."""
+        return "host" if self.host_s >= self.device_s else "device"
+
+    def columns(self, batch_size: int) -> dict[str, float | int | str]:
+        return {**super().columns(batch_size), "pred_host_s": self.host_s, "pred_device_s": self.device_s,
+                "pred_bound": self.bound}
 
 
 def predict_table(table: OpTable, profile: GpuProfile, mode: str, tf32: bool = False) -> GpuPrediction:
@@ -253,7 +317,7 @@ def predict_table(table: OpTable, profile: GpuProfile, mode: str, tf32: bool = F
     import numpy as np
 
     params = profile.params
-    raw, device = kernel_times(table, profile.spec, params, tf32)
+    raw, device = kernel_times(table, profile.priced_spec, params, tf32)
     host_s = params.host_train_s if mode == "train" else params.host_infer_s
     host = np.cumsum(table.host_units * host_s)
     latency = step_time(device, host)
@@ -277,5 +341,6 @@ def params_dict(params: GenerationParams) -> dict[str, float]:
     return asdict(params)
 
 
-__all__ = ["BREAKDOWN", "GENERATIONS", "GenerationParams", "GpuPrediction", "GpuProfile", "OpTable", "kernel_times",
-           "op_table", "parameter_file", "params_dict", "predict_gpu", "predict_table", "profile_for", "step_time"]
+__all__ = ["BREAKDOWN", "DATASHEET", "GENERATIONS", "SUSTAINED", "GenerationParams", "GpuPrediction", "GpuProfile",
+           "HostParams", "OpTable", "default_host", "fit_source", "kernel_times", "op_table", "parameter_file", "params_dict",
+           "predict_gpu", "predict_table", "profile_for", "step_time"]

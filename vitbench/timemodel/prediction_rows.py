@@ -80,6 +80,37 @@ def trace_warnings(row: dict[str, Any], prediction: Any, mode: str) -> list[dict
                     "part of the work runs in operators the time model cannot see into; treat the time as a lower estimate")]
 
 
+#: a matrix product whose inner or output size is at most this runs far below cuBLAS's rate
+TINY_GEMM_SIZE = 8
+#: ... when it does at least this much work (smaller ones are launch-bound and priced so)
+TINY_GEMM_MACS = 10**7
+#: half-precision grouped / depthwise convolutions worth a warning: this share of the step's bytes
+DEPTHWISE_HALF_SHARE = 0.05
+
+
+def gpu_kernel_warnings(ops: list[Any]) -> list[dict[str, str]]:
+    """Warnings for kernels the GPU cost model prices by a rule the real kernel may not follow
+    (what the trace cannot see): matrix products with an inner or output size of a few elements
+    (talking-heads attention, mixing over heads: cuBLAS runs these at a small fraction of its
+    rate, and they usually come with strided copies), and grouped / depthwise convolutions in
+    fp16 / bf16 on NCHW tensors (cuDNN's kernels for these vary by an order of magnitude)."""
+    out = []
+    tiny = [op for op in ops if op.kernel in ("gemm", "bmm") and len(op.shape) == 3
+            and min(op.shape[1], op.shape[2]) <= TINY_GEMM_SIZE and op.macs >= TINY_GEMM_MACS]
+    if tiny:
+        m, k, n = tiny[0].shape
+        out.append(warning("gpu-unpriced-kernels", f"{len(tiny)} matrix products with an inner or output size of at most "
+                           f"{TINY_GEMM_SIZE} (e.g. {m} x {k} x {n}): cuBLAS runs these far below the rate priced",
+                           "treat the GPU time as a lower estimate; measure it (vitbench profile --device cuda)"))
+    total = sum(op.bytes for op in ops) or 1
+    grouped = sum(op.bytes for op in ops if op.kernel.startswith("conv_grouped") and op.dtype in ("float16", "bfloat16"))
+    if grouped / total >= DEPTHWISE_HALF_SHARE:
+        out.append(warning("gpu-unpriced-kernels", f"grouped / depthwise convolutions in half precision move "
+                           f"{grouped / total:.0%} of the step's bytes: cuDNN's kernels for these (NCHW) vary widely",
+                           "treat the GPU time as uncertain; channels_last or measuring (vitbench profile) settles it"))
+    return out
+
+
 def measured_index(measured: Any) -> dict[tuple[str, str, str, int, str], float]:
     """(model, overrides, mode, batch_size, precision) -> latency_p50_s of measured rows (ok ones
     only). A row that would be matched on a value that is no batch size (``x``, a list, 1.5,
@@ -131,11 +162,13 @@ def error_band(profile: Any, model: str, mode: str) -> dict[str, Any]:
 
     if getattr(profile, "calibrated_on", ""):
         band = profile.validation.get("calibration", {})
-        return {"pred_error_median": band.get("median"), "pred_error_p90": band.get("p90"),
-                "pred_error_basis": f"the fit's residuals on this card's calibration (n={band.get('n')}); "
-                                    "not an error on held-out models"}
-    bands = (profile.validation or {}).get(mode, {})
+        basis = (f"held-out configurations of this card's calibration (n={band.get('n')})" if band.get("held_out") else
+                 f"the fit's residuals on this card's calibration (n={band.get('n')}); not an error on held-out models")
+        return {"pred_error_median": band.get("median"), "pred_error_p90": band.get("p90"), "pred_error_basis": basis}
     kind = family(model)
+    if getattr(profile, "params_from", "") == "datacenter":
+        return _datacenter_band(profile, kind)
+    bands = (profile.validation or {}).get(mode, {})
     device = profile.spec.key
     if device in bands:
         source, basis = device, f"{mode}: held-out models on {profile.spec.name}"
@@ -147,3 +180,19 @@ def error_band(profile: Any, model: str, mode: str) -> dict[str, Any]:
         return {"pred_error_median": None, "pred_error_p90": None, "pred_error_basis": "no validation for this case"}
     return {"pred_error_median": band["median"], "pred_error_p90": band["p90"],
             "pred_error_basis": f"{basis}; family {kind} (n={band['n']})"}
+
+
+def _datacenter_band(profile: Any, kind: str) -> dict[str, Any]:
+    """The data-centre fit's band: its leave-one-model-out errors on the H100 (the family's
+    where it has three or more configurations, else all), said to be transferred for a card
+    that was not measured."""
+    bands = (profile.validation or {}).get("datacenter", {})
+    band = bands.get(kind) if bands.get(kind, {}).get("n", 0) >= 3 else bands.get("all")
+    if not band:
+        return {"pred_error_median": None, "pred_error_p90": None, "pred_error_basis": "no validation for this case"}
+    measured = profile.spec.key in bands.get("cards", ())
+    where = (f"{profile.spec.name} is one of the fit's cards" if measured else
+             f"{profile.spec.name} not measured: transferred through its sustained rates")
+    family_text = f"family {kind}" if band is bands.get(kind) else "all families"
+    return {"pred_error_median": band["median"], "pred_error_p90": band["p90"],
+            "pred_error_basis": f"{bands.get('basis', 'data-centre fit')}; {family_text} (n={band['n']}); {where}"}

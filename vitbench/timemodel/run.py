@@ -26,7 +26,14 @@ from vitbench.timemodel.calibration.cache import cache_path, load, save
 from vitbench.timemodel.calibration.schema import PRECISION_DTYPES, Calibration, CalibrationError
 from vitbench.timemodel.calibration.worker import calibrate, default_threads
 from vitbench.timemodel.gpus import GPU_DEVICES, gpu
-from vitbench.timemodel.prediction_rows import error_band, measured_and_cost, measured_index, row_head, trace_warnings
+from vitbench.timemodel.prediction_rows import (
+    error_band,
+    gpu_kernel_warnings,
+    measured_and_cost,
+    measured_index,
+    row_head,
+    trace_warnings,
+)
 
 PREDICT_DEVICES = ("cpu", "cuda", *GPU_DEVICES)
 #: what a prediction's step may run in: fp32 (on a GPU, CUDA cores), tf32 (fp32 with TF32 tensor
@@ -35,7 +42,7 @@ PREDICT_DEVICES = ("cpu", "cuda", *GPU_DEVICES)
 PREDICT_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 
 TABLE_COLUMNS = ("model", "img_size", "batch_size", "mode", "precision", "device", "threads", "pred_latency_s",
-                 "pred_throughput_img_s", "pred_linear_s", "pred_attention_s", "pred_conv_s",
+                 "pred_throughput_img_s", "pred_bound", "pred_linear_s", "pred_attention_s", "pred_conv_s",
                  "pred_elementwise_s", "pred_optimizer_s", "pred_overhead_s", "pred_error_p90", "pred_basis")
 
 
@@ -58,32 +65,6 @@ def check_devices(device: Any) -> list[str]:
     if not values or values == [""]:
         raise SpecError("device", device, "needs at least one device")
     return list(dict.fromkeys(check_device(each) for each in values))
-
-
-def devices(generation: str | None = None) -> Records:
-    """The GPU catalogue as rows: each card's published numbers (``*_flops_per_s`` in FLOP/s, bytes,
-    bytes/s), its source, and the generation whose fitted parameters price it."""
-    from vitbench.timemodel.gpu_model import profile_for
-    from vitbench.timemodel.gpus import CATALOGUE, GENERATIONS
-
-    if generation is not None and generation not in GENERATIONS:
-        raise SpecError("generation", generation, f"must be one of {', '.join(GENERATIONS)}")
-    rows = Records()
-    for spec in CATALOGUE:
-        if generation is not None and spec.generation != generation:
-            continue
-        profile = profile_for(spec)
-        rows.append({
-            "device": spec.key, "name": spec.name, "generation": spec.generation, "sms": spec.sms,
-            "boost_clock_hz": spec.boost_mhz * 1_000_000, "fp32_flops_per_s": spec.peak_flops("float32"),
-            "tf32_flops_per_s": spec.peak_flops("float32", tf32=True) if spec.tf32_tflops else None,
-            "fp16_flops_per_s": spec.peak_flops("float16"), "bf16_flops_per_s": spec.peak_flops("bfloat16"),
-            "bandwidth_bytes_per_s": spec.bandwidth_bytes_s, "l2_bytes": int(spec.l2_bytes),
-            "memory_bytes": int(spec.memory_gb * 1e9), "params_from": profile.params_from,
-            "validated": spec.key in profile.validation.get("infer", {}), "aliases": ", ".join(spec.aliases),
-            "source": spec.source,
-        })
-    return rows
 
 
 def predict_device(run_device: str) -> str:
@@ -328,6 +309,7 @@ def predict(
     on_progress: Callable[[int, int, str], None] | None = None,
     reparam: bool = False,
     trace_cache: bool = True,
+    host_dispatch: Any = None,
     **field_overrides: Any,
 ) -> Records:
     """Predicted time of one step for every model x device x mode x batch size x precision, from
@@ -345,7 +327,9 @@ def predict(
     has the same configuration. ``device`` may name several (``"a100,h100"``): one trace, priced
     per device. ``on_progress(done, total, label)`` is called as each configuration starts (after
     the calibration, which ``on_calibrate`` announces). ``reparam``: the model in its deployed form (timm's ``reparameterize_model``).
-    A model that cannot be traced gives a row with ``status='error'``.
+    A model that cannot be traced gives a row with ``status='error'``. ``host_dispatch``: the GPU
+    host's time per operator (``None``/``'default'``: the documented default host;
+    ``'measured'``: this machine's; a time such as ``'12us'``: :mod:`vitbench.timemodel.host`).
 
     >>> predict(["vit-s/16", "resnet50"], mode=["infer", "train"], batch_size=[1, 32])  # doctest: +SKIP
     """
@@ -361,6 +345,10 @@ def predict(
     precisions = _as_list("precision", precision, PREDICT_PRECISIONS)
     _as_list("optimizer", optimizer, OPTIMIZERS)
     _check_arguments(devices, precisions, threads, reparam, epochs, dataset_size, price_per_hour)
+    from vitbench.timemodel.host import parse_host_dispatch, resolve_host, with_host
+
+    if parse_host_dispatch(host_dispatch) is not None and devices == ["cpu"]:
+        raise SpecError("host_dispatch", host_dispatch, "is for GPU devices (--device h100, ...)")
     measured_rows = measured_index(measured) if measured is not None else {}
 
     if isinstance(models, (str, os.PathLike)) or not isinstance(models, Iterable) or is_module(models):
@@ -368,6 +356,9 @@ def predict(
     targets, pricing = _resolved_and_priced(
         devices, (threads, precisions, calibration, recalibrate, on_calibrate),
         lambda: resolve_models(models, {**(overrides or {}), **field_overrides}, input_size=input_size), batches)
+    host = resolve_host(host_dispatch)
+    if host is not None:
+        pricing = {each: (with_host(cal, host), warnings) for each, (cal, warnings) in pricing.items()}
     environment = {"env_torch": torch.__version__, "vitbench_version": __version__}
     records = Records()
     counts: dict = {}  # params and MACs counted for models without a formula, by (target, batch)
@@ -409,6 +400,9 @@ def predict(
             row["pred_basis"] = cal.label
             if each != "cpu":
                 row.update(error_band(cal, target.name, run_mode))
+                unpriced = gpu_kernel_warnings(ops)
+                row["pred_warning"] = "; ".join(w["message"] for w in unpriced) or None
+                row_warnings.extend(unpriced)
             row["pred_seconds"] = time.perf_counter() - started
             row_warnings.extend(trace_warnings(row, prediction, run_mode))
             seen = measured_rows.get((target.name, target.overrides_text if target.overrides else "", run_mode, batch, prec))

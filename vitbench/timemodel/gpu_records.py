@@ -1,0 +1,86 @@
+"""Recorded GPU measurements, read back as the cost model's fitting observations: the step times
+``vitbench calibrate --device cuda`` and ``benchmarks/gpu/predict_vs_profile.py`` wrote on lent
+cards (``reports/h100/data/``, ``benchmarks/gpu/data/``). The data-centre fit
+(``benchmarks/gpu/fit_datacenter.py``) and the tests replay them through the fitting code
+without a GPU: each configuration is traced on fake CUDA tensors and priced on the card it was
+measured on.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: the repository's recorded measurements: (machine, card, kind of file, path under the repository)
+RECORDED: tuple[tuple[str, str, str, str], ...] = (
+    ("h100-vm", "h100", "calibration", "reports/h100/data/gpu_calibration.json"),
+    ("h100-vm", "h100", "predict_vs_profile", "reports/h100/data/predict_vs_profile.csv"),
+    ("h200-vm", "h200", "calibration", "benchmarks/gpu/data/h200_calibration.json"),
+)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One measured configuration: a step of ``model`` on ``card`` of ``machine``."""
+
+    machine: str       # the machine (its host dispatches the operators)
+    card: str          # catalogue key of its GPU
+    source: str        # the kind of file it comes from
+    model: str
+    mode: str
+    batch_size: int
+    precision: str     # bf16, fp16, fp32 (TF32 convolutions only) or tf32
+    measured_s: float
+
+
+def read_file(path: str | Path, machine: str, card: str, source: str) -> list[Measured]:
+    """The ok measurements of a GPU calibration (JSON) or a predict-vs-profile CSV."""
+    path = Path(path)
+    if path.suffix == ".json":
+        rows: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["observations"]
+    else:
+        with path.open(encoding="utf-8", newline="") as handle:
+            rows = [row for row in csv.DictReader(handle) if row.get("status", "ok") == "ok" and row.get("measured_s")]
+    return [Measured(machine, card, source, str(r["model"]), str(r["mode"]), int(r["batch_size"]), str(r["precision"]),
+                     float(r["measured_s"])) for r in rows]
+
+
+def recorded(root: str | Path | None = None) -> list[Measured]:
+    """Every measurement of :data:`RECORDED`, in file order."""
+    base = Path(root) if root is not None else Path(__file__).resolve().parents[2]
+    out: list[Measured] = []
+    for machine, card, source, relative in RECORDED:
+        out.extend(read_file(base / relative, machine, card, source))
+    return out
+
+
+def observations(measured: Sequence[Measured], hosts: dict[str, tuple[float, float]] | None = None) -> list[Any]:
+    """The fit's :class:`~vitbench.timemodel.gpu_fit.Observation` of each measurement: traced for
+    CUDA (the trace cache keeps them), on its card at the card's sustained rates, with its
+    machine's host (``hosts[machine]``: inference and training s per operator) where given."""
+    from vitbench.models.references import resolve
+    from vitbench.timemodel.gpu_fit import Observation
+    from vitbench.timemodel.gpu_model import op_table
+    from vitbench.timemodel.gpus import gpu
+    from vitbench.timemodel.trace_cache import cached_trace
+
+    tables: dict[tuple[str, str, int, str], Any] = {}
+    out = []
+    for m in measured:
+        key = (m.model, m.mode, m.batch_size, m.precision)
+        if key not in tables:
+            precision = "fp32" if m.precision == "tf32" else m.precision
+            tables[key] = op_table(cached_trace(resolve(m.model), m.batch_size, m.mode, precision, "adamw", "cuda"))
+        spec = gpu(m.card)
+        if spec is None:
+            raise ValueError(f"card {m.card!r} is not in the GPU catalogue")
+        host = (hosts or {}).get(m.machine)
+        out.append(Observation(tables[key], spec.at_sustained_rates(), m.mode, m.measured_s, m.precision == "tf32", host))
+    return out
+
+
+__all__ = ["RECORDED", "Measured", "observations", "read_file", "recorded"]
