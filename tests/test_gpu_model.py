@@ -310,3 +310,103 @@ def test_native_fast_paths_are_priced_by_their_work():
         [row] = vitbench.predict(net.eval(), device=device, batch_size=2, input_size=(3, 4, 4), **kwargs)
         assert row["status"] == "ok"
         assert row["pred_macs"] == expected, device
+
+
+# --- issue 43: the model's own promises, the host apart from the device, data-centre cards --------
+
+def _row(model: str, device: str, batch: int, mode: str = "infer", **kwargs) -> dict:
+    [row] = vitbench.predict(model, device=device, batch_size=batch, mode=mode, precision="bf16", **kwargs)
+    assert row["status"] == "ok", row["error"]
+    return row
+
+
+@pytest.mark.parametrize("model, priced", [
+    ("vit-ti/16", ("attention", "linear", "elementwise", "optimizer", "overhead")),
+    ("resnet18", ("conv", "linear", "elementwise", "optimizer", "overhead")),
+])
+def test_every_component_is_priced_and_they_sum_to_the_step(model, priced):
+    """Each kind of work a training step holds gets a positive time, and the components add up
+    to the latency exactly (a model that priced a component at zero, or lost one, fails here)."""
+    for device in ("h100", "rtx4090"):
+        row = _row(model, device, 32, "train")
+        parts = {c: row[f"pred_{c}_s"] for c in ("attention", "linear", "conv", "elementwise", "optimizer", "overhead")}
+        assert all(parts[c] > 0 for c in priced), parts
+        assert sum(parts.values()) == pytest.approx(row["pred_latency_s"], rel=1e-9)
+        # the kernels alone and the host alone each bound the step from below
+        assert row["pred_latency_s"] >= max(row["pred_host_s"], row["pred_device_s"]) * (1 - 1e-9)
+
+
+def test_the_bound_says_whether_a_faster_gpu_would_help():
+    small, large = _row("resnet18", "h100", 1), _row("resnet18", "h100", 256)
+    assert small["pred_bound"] == "host" and small["pred_host_s"] > small["pred_device_s"]
+    assert large["pred_bound"] == "device" and large["pred_device_s"] > large["pred_host_s"]
+
+
+def test_the_host_is_the_hosts_not_the_gpus():
+    """One host dispatches for whatever card it drives: the same host time on an L4 and an A100
+    (the old per-generation fit put 69 us an operator on Ampere's host and 0.5 us on Ada's), and
+    a stated dispatch time scales it."""
+    l4, a100 = _row("resnet18", "l4", 1), _row("resnet18", "a100", 1)
+    assert l4["pred_host_s"] == a100["pred_host_s"] > 0
+    fast = _row("resnet18", "a100", 1, host_dispatch="5us")
+    slow = _row("resnet18", "a100", 1, host_dispatch="10us")
+    assert slow["pred_host_s"] == pytest.approx(2 * fast["pred_host_s"], rel=1e-9)
+    assert fast["pred_host_s"] < a100["pred_host_s"]
+
+
+def test_l4_and_a100_come_in_a_plausible_order():
+    """At batch 1 the step is the host's (the same machine drives either card): a tie within a few
+    percent, never the L4 4x faster as the per-generation host fit said. At batch 64 the kernels
+    set it, and the A100 sustains 3.8x the L4's tensor rate and 7x its memory bandwidth: it must be
+    at least twice as fast."""
+    l4, a100 = _row("timm:convnext_tiny", "l4", 1), _row("timm:convnext_tiny", "a100", 1)
+    assert a100["pred_latency_s"] <= l4["pred_latency_s"] <= 1.05 * a100["pred_latency_s"]
+    l4, a100 = _row("timm:convnext_tiny", "l4", 64), _row("timm:convnext_tiny", "a100", 64)
+    assert l4["pred_latency_s"] > 2 * a100["pred_latency_s"]
+    assert a100["pred_bound"] == l4["pred_bound"] == "device"
+
+
+def test_a_data_centre_card_is_priced_at_its_sustained_rate():
+    """A large bf16 GEMM on an H200 runs at its measured 790 TFLOP/s x the fit's efficiency (not the
+    datasheet's 989); a consumer card keeps its datasheet."""
+    from vitbench.timemodel.gpu_model import profile_for
+
+    m = k = n = 128 * 132
+    op = gemm(m, k, n, "bfloat16", moved=1)
+    h200 = profile_for(gpu("h200"))
+    params = h200.params
+    expected = 2 * m * k * n / (790.29e12 * params.gemm_eff * k / (k + params.k_half))
+    assert predict_gpu([op], h200, "infer").device_s == pytest.approx(expected + params.kernel_tail_s, rel=1e-6)
+    rtx = profile_for(gpu("rtx4090"))
+    assert rtx.priced_spec is rtx.spec and h200.priced_spec.fp16_tflops == pytest.approx(790.29)
+
+
+def test_host_dispatch_is_checked_and_measured():
+    from vitbench.timemodel.host import parse_host_dispatch, resolve_host
+
+    assert parse_host_dispatch("12us") == pytest.approx(12e-6) and parse_host_dispatch(3e-5) == 3e-5
+    assert parse_host_dispatch("default") is None and parse_host_dispatch("measured") == "measured"
+    for bad in ("fast", "-3us", "0", "5 parsecs", True, float("nan"), "1e9"):
+        with pytest.raises(SpecError) as caught:
+            parse_host_dispatch(bad)
+        assert caught.value.field == "host_dispatch"
+    host = resolve_host("measured")
+    # a CPU dispatches an eager operator in microseconds, never in a nanosecond or a millisecond
+    assert 1e-6 < host.infer_s < 1e-3 and host.train_s > host.infer_s and "measured" in host.source
+    with pytest.raises(SpecError, match="GPU devices"):
+        vitbench.predict("vit-ti/16", device="cpu", host_dispatch="5us")
+
+
+def test_kernels_the_model_cannot_price_are_warned_in_the_row():
+    """Talking-heads attention mixes over 4 heads: matrix products with k = n = 4 that cuBLAS runs
+    far below its rate; the row says so instead of a silent 10x."""
+    from vitbench.timemodel.prediction_rows import gpu_kernel_warnings
+
+    tiny = Op("linear", "linear", 9_834_496 * 16, 2 * 9_834_496 * 8, (9_834_496, 4, 4), "float16", "gemm")
+    big = gemm(4096, 4096, 4096, "float16")
+    assert [w["code"] for w in gpu_kernel_warnings([tiny, big])] == ["gpu-unpriced-kernels"]
+    assert gpu_kernel_warnings([big]) == []
+    depthwise = Op("conv2d", "conv", 10**8, 10**9, (10**7, 9, 1), "float16", "conv_grouped")
+    assert "depthwise" in gpu_kernel_warnings([depthwise, big])[0]["message"]
+    row = _row("vit-ti/16", "h100", 8)
+    assert row["pred_warning"] is None and not [w for w in row["warnings"] if w["code"] == "gpu-unpriced-kernels"]

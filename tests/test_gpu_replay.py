@@ -1,0 +1,93 @@
+"""The GPU measurements recorded on lent cards, replayed through the fitting code without a GPU:
+the data-centre fit (benchmarks/gpu/fit_datacenter.py) and the calibration on a card
+(vitbench.timemodel.gpu_calibration.fit_on_card) read the H100's 48 + 31 and the H200's 48 steps."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from vitbench.timemodel.calibration.schema import CalibrationError
+from vitbench.timemodel.gpu_records import RECORDED, recorded
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_recorded_measurements_are_all_read():
+    rows = recorded(ROOT)
+    counts = {}
+    for row in rows:
+        counts[(row.machine, row.source)] = counts.get((row.machine, row.source), 0) + 1
+    assert counts == {("h100-vm", "calibration"): 48, ("h100-vm", "predict_vs_profile"): 31,
+                      ("h200-vm", "calibration"): 48}
+    assert all(row.measured_s > 0 and row.card in ("h100", "h200") for row in rows)
+    assert {relative for *_, relative in RECORDED} <= {str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file()}
+
+
+def _fit_script():
+    spec = importlib.util.spec_from_file_location("fit_datacenter", ROOT / "benchmarks" / "gpu" / "fit_datacenter.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_the_published_data_centre_parameters_are_what_the_fit_makes_of_the_recorded_steps():
+    """gpu_params.json's data-centre entry is reproducible: the fit script, run on the recorded
+    steps, gives the same parameters and the default host is the H100 machine's."""
+    fitted, hosts, host_bound = _fit_script().fit_all(recorded(ROOT))
+    published = json.loads((ROOT / "vitbench" / "data" / "gpu_params.json").read_text())
+    entry = published["generations"]["datacenter"]["params"]
+    for name, value in asdict(fitted).items():
+        if name not in ("host_infer_s", "host_train_s"):
+            assert entry[name] == pytest.approx(value, rel=2e-3), name
+    assert published["hosts"]["default"]["infer_s"] == pytest.approx(hosts["h100-vm"][0], rel=2e-3)
+    assert host_bound >= 40
+
+
+@pytest.mark.slow
+def test_a_calibration_replayed_on_the_h200s_steps_beats_the_published_fit_on_its_held_out_steps():
+    from vitbench.timemodel.gpu_calibration import HOLD_OUT, fit_on_card
+    from vitbench.timemodel.gpu_fit import at_bounds
+    from vitbench.timemodel.gpu_model import profile_for
+    from vitbench.timemodel.gpu_records import observations
+    from vitbench.timemodel.gpus import gpu
+
+    steps = [m for m in recorded(ROOT) if m.machine == "h200-vm"]
+    prior = profile_for(gpu("h200"))
+    result = fit_on_card(observations(steps), prior)
+    assert sum(result.held_out) == len(steps) // HOLD_OUT
+    assert result.holdout_error_median < result.prior_holdout_error_median
+    # the host comes from the batch-1 (host-bound) steps: that VM's 20-60 us an operator
+    assert 10e-6 < result.params.host_infer_s < 60e-6 and result.host_bound >= 8
+    # nothing the data could not identify ran to a bound: only what the prior already had there
+    fixed = ("launch_floor_s", "kernel_tail_s", "l2_gain", "host_infer_s", "host_train_s")
+    assert set(at_bounds(result.params, fixed)) <= set(at_bounds(prior.params, fixed))
+
+
+@pytest.mark.slow
+def test_a_calibration_worse_than_the_published_fit_on_its_held_out_steps_is_refused():
+    """The H100's old suite (small, host-bound models) cannot identify the device: the fit to it
+    predicts its held-out quarter worse than the published parameters, and is refused in one line."""
+    from vitbench.timemodel.gpu_calibration import fit_on_card
+    from vitbench.timemodel.gpu_model import profile_for
+    from vitbench.timemodel.gpu_records import observations
+    from vitbench.timemodel.gpus import gpu
+
+    steps = [m for m in recorded(ROOT) if m.machine == "h100-vm" and m.source == "calibration"]
+    with pytest.raises(CalibrationError, match="held-out configurations worse than the published") as caught:
+        fit_on_card(observations(steps), profile_for(gpu("h100")))
+    assert "\n" not in str(caught.value)
+
+
+def test_too_few_steps_to_fit_and_judge_are_refused():
+    from vitbench.timemodel.gpu_calibration import fit_on_card
+    from vitbench.timemodel.gpu_model import profile_for
+    from vitbench.timemodel.gpus import gpu
+
+    with pytest.raises(CalibrationError, match="at least"):
+        fit_on_card([], profile_for(gpu("h100")))
