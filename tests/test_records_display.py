@@ -66,3 +66,25 @@ def test_plot_draws_one_line_per_model_with_its_points():
 def test_plot_names_a_missing_column():
     with pytest.raises(SpecError, match="throughput_img_s"):
         _rows().plot(y="throughput_img_s")
+
+
+def test_a_notebook_shows_a_predictions_answer_before_its_components():
+    """A predict row has some 50 columns; the display puts the configuration and the answer
+    (latency, throughput, bound, error band) first, the counts and components after."""
+    import re
+
+    import vitbench
+
+    def headers_of(records) -> list[str]:
+        head = records._repr_html_().split("<thead>", 1)[1].split("</thead>", 1)[0]
+        return re.findall(r"<th>([a-z_0-9]+)</th>", head)
+
+    rows = vitbench.predict("vit-ti/16", device="h100", batch_size=8, precision="bf16")
+    headers = headers_of(rows)
+    assert headers[:8] == ["model", "device", "batch_size", "mode", "precision", "pred_latency_s",
+                           "pred_throughput_img_s", "pred_bound"]
+    assert headers.index("pred_error_p90") < headers.index("pred_linear_s") < headers.index("env_torch")
+    assert sorted(headers) == sorted(rows[0])  # every column still shown once
+    # rows that are not predictions keep their order
+    counted = vitbench.analyze(["vit-ti/16"])
+    assert headers_of(counted) == list(counted[0])

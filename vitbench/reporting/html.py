@@ -44,13 +44,30 @@ MAX_ROWS = 60
 _HEAD, _TAIL = 20, 10
 
 
+#: the columns that answer a prediction's question, shown first (after the configuration) when
+#: a table is drawn without a column list (a notebook's display of predict or choose rows)
+ANSWER_FIRST = ("model", "device", "batch_size", "mode", "precision", "fits", "pred_latency_s", "pred_throughput_img_s",
+                "pred_bound", "pred_epoch_s", "pred_train_hours", "pred_cost", "pred_error_median", "pred_error_p90",
+                "pred_warning", "status", "error")
+
+
+def answer_first(cols: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``cols`` with :data:`ANSWER_FIRST`'s present ones first when the rows are predictions."""
+    keys = [k for k, _ in cols]
+    if "pred_latency_s" not in keys:
+        return cols
+    first = [c for name in ANSWER_FIRST for c in cols if c[0] == name]
+    return first + [c for c in cols if c not in first]
+
+
 def table(records: Sequence[dict[str, Any]], columns: Sequence[Any] | None = None, max_rows: int = MAX_ROWS) -> str:
     """An HTML ``<table>`` of ``records`` with humanised, escaped cells. More than ``max_rows``
-    rows: the first 20 and the last 10, with a row saying how many are hidden between them."""
+    rows: the first 20 and the last 10, with a row saying how many are hidden between them.
+    Without ``columns``, prediction rows show their answer first (:func:`answer_first`)."""
     from vitbench.reporting.format import cells, columns_of
 
     rows = list(records)
-    cols = columns_of(rows, columns)
+    cols = columns_of(rows, columns) if columns else answer_first(columns_of(rows))
     shown: list[tuple[int, dict[str, Any]]] = list(enumerate(rows))
     hidden = 0
     if len(rows) > max_rows:
