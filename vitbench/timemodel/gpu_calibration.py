@@ -82,6 +82,7 @@ class GpuCalibration:
     holdout_error_p90: float | None = None
     prior_holdout_error_median: float | None = None  # the same with the published fit (the prior)
     rates: str = "datasheet"                  # what the efficiencies are relative to (gpu_model.SUSTAINED...)
+    light_dispatch: float = 1.0               # a light operator's host time, in operators (gpu_model.OpTable.light)
     created: float = 0.0
     seconds: float = 0.0
     kind: str = KIND
@@ -132,7 +133,8 @@ class GpuCalibration:
         rates = self.rates if self.rates in ("datasheet", "sustained") else "datasheet"
         return GpuProfile(spec, GenerationParams.from_dict(self.params), spec.generation,
                           f"this card's calibration ({len(self.observations)} configurations)", validation,
-                          calibrated_on=self.device_name, rates=rates, host_from="this card's calibration")
+                          calibrated_on=self.device_name, rates=rates, host_from="this card's calibration",
+                          light_dispatch=self.light_dispatch)
 
 
 def _check_members(data: dict[str, Any]) -> None:
@@ -147,6 +149,9 @@ def _check_members(data: dict[str, Any]) -> None:
             raise CalibrationError(f"{name}={shown(data[name], 60)}: must be text")
     if not isinstance(data.get("observations", []), list):
         raise CalibrationError(f"observations={shown(data['observations'], 60)}: must be a list")
+    light = data.get("light_dispatch", 1.0)
+    if isinstance(light, bool) or not isinstance(light, (int, float)) or not 0.01 <= light <= 1.0:
+        raise CalibrationError(f"light_dispatch={shown(light, 60)}: must be a number from 0.01 to 1")
     for name in ("fit_error_median", "fit_error_p90", "start_error_median", "holdout_error_median", "holdout_error_p90",
                  "prior_holdout_error_median", "created", "seconds"):
         value = data.get(name)
@@ -253,7 +258,27 @@ def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_ti
         fit_error_median=fitted.fit_error_median, fit_error_p90=fitted.fit_error_p90,
         start_error_median=fitted.start_error_median, holdout_error_median=fitted.holdout_error_median,
         holdout_error_p90=fitted.holdout_error_p90, prior_holdout_error_median=fitted.prior_holdout_error_median,
-        rates=start.rates, created=started, seconds=time.time() - started)
+        rates=start.rates, light_dispatch=start.light_dispatch, created=started, seconds=time.time() - started)
+
+
+def _fit_host(observations: Sequence[Any], params: Any, light: float) -> tuple[Any, int]:
+    """``params`` with the host's dispatch fitted on the host-bound ``observations`` (the kernels
+    alone at most HOST_BOUND_SHARE of the step), inference and training apart (as they were where
+    a mode has none), and how many were host-bound."""
+    from dataclasses import fields, replace
+
+    from vitbench.timemodel.gpu_fit import fit
+    from vitbench.timemodel.gpu_model import GenerationParams, kernel_times
+
+    host_bound = [o for o in observations
+                  if float(kernel_times(o.table, o.spec, params, o.tf32)[1].sum()) <= HOST_BOUND_SHARE * o.measured_s]
+    names = [f.name for f in fields(GenerationParams)]
+    for mode, name in (("infer", "host_infer_s"), ("train", "host_train_s")):
+        mine = [o for o in host_bound if o.mode == mode]
+        if mine:
+            fitted = fit(mine, params, fixed=[n for n in names if n != name], light_dispatch=light)
+            params = replace(params, **{name: getattr(fitted, name)})
+    return params, len(host_bound)
 
 
 @dataclass(frozen=True)
@@ -285,29 +310,19 @@ def fit_on_card(observations: Sequence[Any], prior: Any) -> CardFit:
        fitted to the configurations not held out (every HOLD_OUT-th), with PRIOR_WEIGHT;
     3. judged on the held-out ones: a fit whose median error there is above the prior's is
        refused (:class:`CalibrationError`)."""
-    from dataclasses import fields, replace
-
     from vitbench.measure.stats import quantile
     from vitbench.timemodel.gpu_fit import Stacked, fit
-    from vitbench.timemodel.gpu_model import GenerationParams, kernel_times
 
     if len(observations) < 2 * HOLD_OUT:
         raise CalibrationError(f"only {len(observations)} configurations measured; at least {2 * HOLD_OUT} are needed to fit "
                                "and judge a calibration")
-    params = prior.params
-    host_bound = [o for o in observations
-                  if float(kernel_times(o.table, o.spec, params, o.tf32)[1].sum()) <= HOST_BOUND_SHARE * o.measured_s]
-    device_names = [f.name for f in fields(GenerationParams) if f.name not in ("host_infer_s", "host_train_s")]
-    for mode, name in (("infer", "host_infer_s"), ("train", "host_train_s")):
-        mine = [o for o in host_bound if o.mode == mode]
-        if mine:
-            other = "host_train_s" if name == "host_infer_s" else "host_infer_s"
-            params = replace(params, **{name: getattr(fit(mine, params, fixed=(*device_names, other)), name)})
+    light = prior.light_dispatch
+    params, host_bound = _fit_host(observations, prior.params, light)
     held = [index % HOLD_OUT == HOLD_OUT - 1 for index in range(len(observations))]
     kept = [o for o, h in zip(observations, held) if not h]
     fixed = ("launch_floor_s", "kernel_tail_s", "l2_gain", "host_infer_s", "host_train_s")
-    fitted = fit(kept, params, fixed=fixed, prior_weight=PRIOR_WEIGHT)
-    stacked = Stacked(observations)
+    fitted = fit(kept, params, fixed=fixed, prior_weight=PRIOR_WEIGHT, light_dispatch=light)
+    stacked = Stacked(observations, light)
     measured = [o.measured_s for o in observations]
     after_s = [float(v) for v in stacked.latencies(fitted)]
     after = relative_errors(after_s, measured)
@@ -316,7 +331,7 @@ def fit_on_card(observations: Sequence[Any], prior: Any) -> CardFit:
     held_before = [e for e, h in zip(before, held) if h]
     result = CardFit(fitted, after_s, held, statistics.median(after), quantile(after, 0.9), statistics.median(before),
                      statistics.median(held_after), quantile(held_after, 0.9), statistics.median(held_before),
-                     len(host_bound))
+                     host_bound)
     if result.holdout_error_median > result.prior_holdout_error_median:
         raise CalibrationError(f"the fit predicts its {len(held_after)} held-out configurations worse than the published "
                                f"parameters (median |error| {result.holdout_error_median:.1%} against "

@@ -52,27 +52,28 @@ class Observation:
     host: tuple[float, float] | None = None   # (inference, training) host s per operator; None: the params'
 
 
-def predicted(observations: Sequence[Observation], params: GenerationParams) -> list[float]:
+def predicted(observations: Sequence[Observation], params: GenerationParams, light_dispatch: float = 1.0) -> list[float]:
     """Each observation's predicted step (:func:`~vitbench.timemodel.gpu_model.predict_table`)."""
     from dataclasses import replace
 
     def own(o: Observation) -> GenerationParams:
         return params if o.host is None else replace(params, host_infer_s=o.host[0], host_train_s=o.host[1])
 
-    return [predict_table(o.table, GpuProfile(o.spec, own(o), o.spec.generation), o.mode, o.tf32).latency_s
-            for o in observations]
+    return [predict_table(o.table, GpuProfile(o.spec, own(o), o.spec.generation, light_dispatch=light_dispatch), o.mode,
+                          o.tf32).latency_s for o in observations]
 
 
 class Stacked:
     """Observations' tables concatenated, so that one evaluation prices them all at once (the
     fit evaluates thousands of parameter sets): the same numbers as :func:`predicted`."""
 
-    def __init__(self, observations: Sequence[Observation]) -> None:
+    def __init__(self, observations: Sequence[Observation], light_dispatch: float = 1.0) -> None:
         import numpy as np
 
         from vitbench.timemodel.gpu_model import OpTable
 
         self.observations = list(observations)
+        self.light_dispatch = light_dispatch
         self.groups = []  # (spec, tf32, indices of observations, stacked table, segment starts, train flags)
         keys: dict[tuple, list[int]] = {}
         for index, o in enumerate(self.observations):
@@ -83,7 +84,7 @@ class Stacked:
             starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
             columns = {name: np.concatenate([getattr(t, name) for t in tables])
                        for name in ("kind", "component", "flops", "bytes", "m", "k", "n", "low_precision", "launches",
-                                    "host_units")}
+                                    "host_units", "light")}
             stacked = OpTable(**columns, macs=0, total_bytes=0)
             train = np.repeat([self.observations[i].mode == "train" for i in indices], lengths)
             # each operator's own host time where its observation states one (NaN: the params')
@@ -93,16 +94,17 @@ class Stacked:
                                 train, own))
         self.measured = np.array([o.measured_s for o in self.observations])
 
-    def latencies(self, params: GenerationParams) -> Any:
+    def latencies(self, params: GenerationParams, light_dispatch: float | None = None) -> Any:
         import numpy as np
 
-        from vitbench.timemodel.gpu_model import kernel_times
+        from vitbench.timemodel.gpu_model import host_weights, kernel_times
 
         out = np.zeros(len(self.observations))
         for spec, tf32, indices, table, starts, lengths, train, own in self.groups:
             _, device = kernel_times(table, spec, params, tf32)
             per_op = np.where(train, params.host_train_s, params.host_infer_s)
-            host = table.host_units * np.where(np.isnan(own), per_op, own)
+            light = self.light_dispatch if light_dispatch is None else light_dispatch
+            host = host_weights(table, light) * np.where(np.isnan(own), per_op, own)
             cumulative = np.cumsum(host)
             before = np.concatenate([[0.0], cumulative])[starts]
             host_seg = cumulative - np.repeat(before, lengths)
@@ -123,7 +125,8 @@ def log_errors(observations: Sequence[Observation], params: GenerationParams) ->
 
 
 def fit(observations: Sequence[Observation], start: GenerationParams | None = None,
-        fixed: Sequence[str] = (), max_evaluations: int = 400, prior_weight: float = 0.0) -> GenerationParams:
+        fixed: Sequence[str] = (), max_evaluations: int = 400, prior_weight: float = 0.0,
+        light_dispatch: float = 1.0) -> GenerationParams:
     """The parameters that minimise the soft-L1 of the log errors (``fixed`` ones kept at
     ``start``), regularised toward ``start`` with ``prior_weight`` (0: not at all)."""
     import numpy as np
@@ -140,7 +143,7 @@ def fit(observations: Sequence[Observation], start: GenerationParams | None = No
         values.update({n: float(math.exp(v)) for n, v in zip(names, x)})
         return GenerationParams(**values)
 
-    stacked = Stacked(observations)
+    stacked = Stacked(observations, light_dispatch)
     prior = x0.copy()
 
     def residuals(x):

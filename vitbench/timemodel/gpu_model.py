@@ -61,6 +61,10 @@ FOREACH_TENSORS_PER_LAUNCH = 48
 #: operator's dispatch (about 0.2 us against about 10 us)
 FOREACH_HOST_UNITS_PER_TENSOR = 0.02
 
+#: operators dispatched without a Python frame of their own: autocast inserts its casts inside the
+#: dispatcher (their host time is a fraction of a module's operator: ``light_dispatch``)
+LIGHT_OPS = frozenset({"to", "_to_copy"})
+
 #: kinds of operator (the pricing rule each follows)
 NONE, GEMM, CONV, ATTENTION, GROUPED, MEMORY = range(6)
 _KIND_OF_KERNEL = {"gemm": GEMM, "bmm": GEMM, "conv": CONV, "conv_backward": CONV, "attention": ATTENTION,
@@ -124,6 +128,7 @@ class GpuProfile:
     calibrated_on: str = ""              # the card a calibration on the device was measured on
     rates: str = DATASHEET               # DATASHEET or SUSTAINED: what the efficiencies are relative to
     host_from: str = ""                  # where the host's dispatch time comes from
+    light_dispatch: float = 1.0          # a light operator's host time, in operators (OpTable.light)
 
     @property
     def priced_spec(self) -> GpuSpec:
@@ -191,7 +196,8 @@ def profile_for(spec: GpuSpec, host: HostParams | None = None) -> GpuProfile:
         params = replace(params, host_infer_s=host.infer_s, host_train_s=host.train_s)
         host_from = host.source
     return GpuProfile(spec, params, source, entry.get("fitted_on", ""), data.get("validation", {}),
-                      rates=entry.get("rates", DATASHEET), host_from=host_from)
+                      rates=entry.get("rates", DATASHEET), host_from=host_from,
+                      light_dispatch=float(entry.get("light_dispatch", 1.0)))
 
 
 # --- the operator table: a trace as arrays, priced without a Python loop per operator ------------
@@ -211,6 +217,8 @@ class OpTable:
     low_precision: Any   # 0 float32 (or another dtype), 1 float16, 2 bfloat16
     launches: Any        # kernels launched (0 for operators that launch nothing)
     host_units: Any      # host dispatches (a foreach call: 1 + its tensors x a small per-tensor cost)
+    light: Any           # 1 for a dispatch with no Python frame of its own: autocast's casts, operators
+    #                      that launch nothing (a view, dropout in eval); 0 otherwise
     macs: int
     total_bytes: int
 
@@ -233,15 +241,16 @@ def op_table(ops: Sequence[Op]) -> OpTable:
         if kind in (GEMM, CONV, ATTENTION) and (not op.macs or len(op.shape) != 3):
             kind = MEMORY
         m, k, n = op.shape if len(op.shape) == 3 else (0, 0, 0)
+        light = 1 if kind == NONE or op.name in LIGHT_OPS else 0
         rows.append((kind, COMPONENTS.index(op.component), 2.0 * op.macs, float(op.bytes), m, k, n,
-                     _LOW_PRECISION.get(op.dtype, 0), 0 if kind == NONE else 1, 1.0))
+                     _LOW_PRECISION.get(op.dtype, 0), 0 if kind == NONE else 1, 1.0, light))
     for name in order:
         moved, tensors = foreach[name]
         rows.append((MEMORY, COMPONENTS.index("optimizer"), 0.0, moved, 0, 0, 0, 0,
                      math.ceil(tensors / FOREACH_TENSORS_PER_LAUNCH),
-                     1.0 + tensors * FOREACH_HOST_UNITS_PER_TENSOR))
-    columns = list(zip(*rows)) if rows else [()] * 10
-    ints = (0, 1, 7, 8)
+                     1.0 + tensors * FOREACH_HOST_UNITS_PER_TENSOR, 0))
+    columns = list(zip(*rows)) if rows else [()] * 11
+    ints = (0, 1, 7, 8, 10)
     arrays = [np.asarray(c, dtype=np.int64 if i in ints else np.float64) for i, c in enumerate(columns)]
     return OpTable(*arrays, macs=sum(op.macs for op in ops), total_bytes=sum(op.bytes for op in ops))
 
@@ -283,6 +292,13 @@ def kernel_times(table: OpTable, spec: GpuSpec, params: GenerationParams, tf32: 
     return t, np.maximum(t + table.launches * params.kernel_tail_s, table.launches * params.launch_floor_s)
 
 
+def host_weights(table: OpTable, light_dispatch: float) -> Any:
+    """Each operator's host dispatches, a light one's (:data:`LIGHT_OPS`, views) at ``light_dispatch``."""
+    import numpy as np
+
+    return table.host_units * np.where(table.light == 1, light_dispatch, 1.0)
+
+
 def step_time(device: Any, host: Any) -> float:
     """d_N of the module docstring: kernels ``device`` (s each) dispatched at host times ``host``
     (cumulative, s): max over i of (h_i + the kernels from i on)."""
@@ -319,7 +335,7 @@ def predict_table(table: OpTable, profile: GpuProfile, mode: str, tf32: bool = F
     params = profile.params
     raw, device = kernel_times(table, profile.priced_spec, params, tf32)
     host_s = params.host_train_s if mode == "train" else params.host_infer_s
-    host = np.cumsum(table.host_units * host_s)
+    host = np.cumsum(host_weights(table, profile.light_dispatch) * host_s)
     latency = step_time(device, host)
     components = dict.fromkeys(BREAKDOWN, 0.0)
     for index, name in enumerate(COMPONENTS):
@@ -341,6 +357,25 @@ def params_dict(params: GenerationParams) -> dict[str, float]:
     return asdict(params)
 
 
-__all__ = ["BREAKDOWN", "DATASHEET", "GENERATIONS", "SUSTAINED", "GenerationParams", "GpuPrediction", "GpuProfile",
-           "HostParams", "OpTable", "default_host", "fit_source", "kernel_times", "op_table", "parameter_file", "params_dict",
-           "predict_gpu", "predict_table", "profile_for", "step_time"]
+__all__ = [
+    "BREAKDOWN",
+    "DATASHEET",
+    "GENERATIONS",
+    "SUSTAINED",
+    "GenerationParams",
+    "GpuPrediction",
+    "GpuProfile",
+    "HostParams",
+    "OpTable",
+    "default_host",
+    "fit_source",
+    "host_weights",
+    "kernel_times",
+    "op_table",
+    "parameter_file",
+    "params_dict",
+    "predict_gpu",
+    "predict_table",
+    "profile_for",
+    "step_time",
+]
