@@ -62,6 +62,13 @@ def main() -> int:
     published = gpu_profile("cuda")
     calibrated = load(args.calibration).profile() if args.calibration else None
     rows = []
+    # the columns every row has, fixed before the first: each row is appended as it is measured, so
+    # that a time limit loses only the configuration it interrupts
+    names = ["model", "mode", "batch_size", "precision", "status", "error", "measured_s", "latency_iqr_s", "n_samples",
+             "throughput_img_s", "mfu", "peak_memory_bytes", "pred_peak_memory_bytes", "attention_kernel", "device_name",
+             "torch", "pred_published_s", "pred_calibrated_s", "ratio_published", "ratio_calibrated", "seconds"]
+    with open(args.out, "w", newline="") as fh:
+        csv.DictWriter(fh, names).writeheader()
     for model, mode, batch, precision in CASES:
         started = time.perf_counter()
         row = measure_step(model, mode, batch, precision, args.min_run_time, memory=True)
@@ -84,14 +91,11 @@ def main() -> int:
             out[f"ratio_{key}"] = predicted / measured if predicted and measured else None
         out["seconds"] = time.perf_counter() - started
         rows.append(out)
+        with open(args.out, "a", newline="") as fh:
+            csv.DictWriter(fh, names, extrasaction="ignore").writerow(out)
         print(f"{model:36} {mode:5} {batch:4} {precision:4}: measured {1e3 * (measured or 0):9.3f} ms  "
               f"published x{out['ratio_published'] or 0:.3f}  calibrated x{out.get('ratio_calibrated') or 0:.3f}",
               flush=True)
-    names = list(dict.fromkeys(k for r in rows for k in r))
-    with open(args.out, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, names)
-        writer.writeheader()
-        writer.writerows(rows)
     summary = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "published_basis": published.label}
     for key in ("published", "calibrated"):
         errors = [abs(r[f"ratio_{key}"] - 1) for r in rows if r.get(f"ratio_{key}")]

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# vitbench on a lent GPU, in phases named on the command line (all of them by default):
-#   memprobe selftest tests bare profile compile launcher calibrate predict report
+# vitbench on a lent GPU, in phases named on the command line (all but kernels and timm by default):
+#   memprobe selftest tests bare profile compile launcher calibrate predict report kernels timm
 # Each phase has its own time limit and its log under $OUT/gpu/; everything is packed into
 # $OUT/gpu.tar.gz at the end (the device tool brings back at most 8 files).
 #   bash benchmarks/gpu/probe.sh selftest tests bare calibrate
+# The issue-48 run, one 8-minute call (phase limits 100 + 180 + 150 + 35 = 465 s; README.md here):
+#   bash benchmarks/gpu/probe.sh kernels calibrate predict timm
 # CAL=FILE names a GPU calibration for `predict` (default: the one `calibrate` wrote).
+# Phase limits in seconds: KERNELS_S CALIBRATE_S PREDICT_S TIMM_S REPORT_S. KERNELS_DEVICE=cpu and
+# KERNELS_ARGS (kernel_records.py options: --config M,MODE,B,P --limit N --start N --batch-size N
+# --resume) for a CPU check or to go on in a second call; TIMM_START=N starts timm at case N.
 set -u
 export PYTHONUNBUFFERED=1 MPLBACKEND=Agg KINETO_LOG_LEVEL=5 VITBENCH_CACHE_DIR=/tmp/vitbench-cache
 if ls .whl/*.whl >/dev/null 2>&1; then
@@ -13,9 +18,10 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH=${PYTHONPATH:-$PWD}
 OUT=${OUT:-/tmp/out}
-L=/tmp/gpu-logs/gpu   # packed into $OUT/gpu.tar.gz: the tool brings back at most 8 files
+LOGS=${LOGS:-/tmp/gpu-logs}
+L=$LOGS/gpu   # packed into $OUT/gpu.tar.gz: the tool brings back at most 8 files
 mkdir -p "$L" "$OUT"
-pack() { tar -czf "$OUT/gpu.tar.gz" -C /tmp/gpu-logs gpu && echo "packed $(du -sh "$OUT/gpu.tar.gz" | cut -f1)"; }
+pack() { tar -czf "$OUT/gpu.tar.gz" -C "$LOGS" gpu && echo "packed $(du -sh "$OUT/gpu.tar.gz" | cut -f1)"; }
 trap pack EXIT
 V="python3 -m vitbench"
 CAL=${CAL:-$L/gpu_calibration.json}
@@ -28,6 +34,22 @@ run() {  # run NAME SECONDS COMMAND...: the command's output to $L/NAME.txt, its
   local rc=$?
   echo "    $name: rc=$rc in $((SECONDS - t0)) s" | tee -a "$L/phases.txt"
   tail -n 25 "$L/$name.txt"
+}
+timm_phase() {  # timm's benchmark.py on predict_vs_profile's configurations: a process and a file each
+  local limit=$1 dir=$L/timm t0=$SECONDS index key args left rc
+  phase timm
+  mkdir -p "$dir"
+  python3 benchmarks/gpu/timm_cases.py list --start "${TIMM_START:-0}" >"$dir/cases.tsv" 2>"$dir/list.err" \
+    || { echo "    timm: no cases ($(tail -n 1 "$dir/list.err"))" | tee -a "$L/phases.txt"; return; }
+  while IFS=$'\t' read -r index key args; do
+    left=$((limit - (SECONDS - t0)))
+    if [ "$left" -lt 12 ]; then echo "    timm: time limit, stopped before case $index" | tee -a "$L/phases.txt"; break; fi
+    timeout "$left" python3 benchmarks/gpu/timm_cases.py run --case "$index" --out-dir "$dir" </dev/null >"$dir/$key.log" 2>&1
+    rc=$?
+    echo "    timm $key: rc=$rc $(grep -ho '"step_time_ms": [0-9.]\+' "$dir/$key.json" 2>/dev/null)" | tee -a "$L/phases.txt"
+  done <"$dir/cases.tsv"
+  python3 benchmarks/gpu/timm_cases.py collect "$dir" --out "$L/timm_benchmark.csv" 2>&1 | tail -n 1
+  echo "    timm: done in $((SECONDS - t0)) s" | tee -a "$L/phases.txt"
 }
 phases=${*:-memprobe selftest tests bare profile compile launcher calibrate predict report}
 phase env
@@ -48,10 +70,15 @@ for p in $phases; do
                --format csv -o "$L/compile.csv" ;;
     launcher) run launcher_gpus 120 $V sweep --model vit-ti/16,resnet18 --batch-size 8 --stages analytic,measured \
                 --device cuda --launcher gpus --out /tmp/sweep-gpus --runs 1 ;;
-    calibrate) run calibrate 300 $V calibrate --device cuda --save "$L/gpu_calibration.json" --format json \
+    calibrate) run calibrate ${CALIBRATE_S:-180} $V calibrate --device cuda --save "$L/gpu_calibration.json" --format json \
                  -o "$L/calibrate_summary.json" ;;
-    predict) run predict_vs_profile 330 python3 benchmarks/gpu/predict_vs_profile.py --calibration "$CAL" \
-               --out "$L/predict_vs_profile.csv" ;;
+    predict) if [ -f "$CAL" ]; then cal=(--calibration "$CAL"); else cal=(); echo "    predict: no calibration at $CAL: the published fit only"; fi
+             run predict_vs_profile ${PREDICT_S:-150} python3 benchmarks/gpu/predict_vs_profile.py ${cal[@]+"${cal[@]}"} \
+               --min-run-time ${PREDICT_MIN_RUN_TIME:-0.3} --out "$L/predict_vs_profile.csv" ;;
+    kernels) ks=${KERNELS_S:-100}
+             run kernel_records "$ks" python3 benchmarks/gpu/kernel_records.py --device "${KERNELS_DEVICE:-cuda}" \
+               --max-seconds $((ks > 40 ? ks - 25 : ks / 2)) --out "$L/kernel_records.csv" ${KERNELS_ARGS:-} ;;
+    timm) timm_phase ${TIMM_S:-35} ;;
     report) run report ${REPORT_S:-330} $V report --device cuda --runs ${REPORT_RUNS:-2} --out "$L/h100-report" ;;
     *) echo "unknown phase $p"; exit 2 ;;
   esac
