@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import multiprocessing
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -312,3 +313,92 @@ def test_a_report_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, capsys
     assert main(["history", "report", "--store", str(tmp_path / "h"), "-q"]) == 2
     err = capsys.readouterr().err
     assert err == f"vitbench: error: out={str(tmp_path / 'h' / 'report')!r}: cannot be written (No space left on device)\n"
+
+
+# --------------------------------------------------------------------------- deterministic metrics, trend plots (issue 46)
+def _predicted(depth: int) -> dict:
+    """A GPU `predict` row (no runs: the cost model gives the same number on any runner) of a ViT
+    of ``depth`` blocks: one more block, 24.5% more MACs and 23% more predicted time."""
+    return {"model": "py:./models.py:build", "img_size": 32, "batch_size": 1, "device": "h100", "mode": "infer",
+            "precision": "bf16", "status": "ok", "params": 114_250 + 50_000 * (depth - 2), "macs": 1_942_400 * depth // 2,
+            "pred_latency_s": 0.0018 * (1 + 0.23 * (depth - 2)), "pred_bound": "host", "pred_warning": None,
+            "pred_basis": "gpu-model:h100"}
+
+
+def test_a_predicted_time_step_is_a_change_at_its_commit_with_a_bisect_hint(tmp_path, capsys):
+    """Two commits, the second adding a block: before, `--bisect-hint` named params and MACs but
+    not the +23% in pred_latency_s (a deterministic metric was left to the noise test, which needs
+    four commits)."""
+    from vitbench.cli import main
+
+    store = tmp_path / "h"
+    add(store, [_predicted(2)], commit="aaaa1111", date="2026-11-01T00:00:00+00:00", message="two blocks")
+    add(store, [_predicted(3)], commit="bbbb2222", date="2026-11-02T00:00:00+00:00", message="three blocks")
+    found = {c.metric: c for c in changes(read(store))}
+    assert set(found) == {"params", "macs", "pred_latency_s"}
+    predicted = found["pred_latency_s"]
+    assert (predicted.first.commit, predicted.last_good.commit, predicted.method) == ("bbbb2222", "aaaa1111", "deterministic")
+    assert predicted.rel_change == pytest.approx(0.23) and predicted.p_value is None
+    assert main(["history", "report", "--store", str(store), "--out", str(tmp_path / "r"), "--bisect-hint", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "pred_latency_s of py:./models.py:build 32px b1 h100 infer bf16: +23.00% from bbbb2222 (three blocks)\n" \
+           "  git bisect start bbbb2222 aaaa1111\n" in out
+
+
+def test_a_metric_whose_rows_carry_runs_or_disagree_within_a_commit_is_not_deterministic():
+    """A measured latency (rows with runs) and a prediction whose pooled values differ within a
+    commit (a CPU calibration remade on each run) stay with the noise test: a 1% wobble between
+    two commits is no change, while the same wobble in a deterministic prediction is one."""
+    def rows(commit, i, **values):
+        return {"model": "m", "batch_size": 1, "status": "ok", "history_commit": commit,
+                "history_date": f"2026-11-0{i + 1}T00:00:00+00:00", "history_added_at": f"{i}", **values}
+
+    measured = [rows("c0", 0, latency_p50_s=0.0100, runs=3, run_medians_s=[0.0100, 0.0101, 0.0099]),
+                rows("c1", 1, latency_p50_s=0.0101, runs=3, run_medians_s=[0.0101, 0.0102, 0.0100])]
+    wobbly = [rows("c0", 0, pred_latency_s=0.0100), rows("c0", 0, pred_latency_s=0.0102),
+              rows("c1", 1, pred_latency_s=0.0101), rows("c1", 1, pred_latency_s=0.0103)]
+    pinned = [rows("c0", 0, pred_latency_s=0.0100), rows("c0", 0, pred_latency_s=0.0100),
+              rows("c1", 1, pred_latency_s=0.0101)]
+    assert changes(measured) == [] and changes(wobbly) == []
+    (change,) = changes(pinned)
+    assert (change.metric, change.first.commit, change.method) == ("pred_latency_s", "c1", "deterministic")
+
+
+def _tick_texts(fig) -> list[str]:
+    fig.canvas.draw()
+    return [t.get_text() for t in fig.axes[0].get_yticklabels() if t.get_text()]
+
+
+def test_trend_plots_are_in_vitbenchs_units_with_the_change_at_its_commit_and_a_band_only_for_runs():
+    """Before: a `1e8` offset on MACs and `0.00650` for seconds, the change line halfway between
+    two commits, and a 'spread (min-max of runs)' legend for exact counts."""
+    import matplotlib.pyplot as plt
+
+    from vitbench.history import series
+    from vitbench.reporting.history import trend_figure
+
+    history = _as_history_rows(synthetic(0))
+    by_name = {(s.metric, s.configuration.split()[0]): s for s in series(history)}
+    found = {(c.metric, c.configuration.split()[0]): c for c in changes(history)}
+    macs = by_name[("macs", "vit-ti/16")]
+    fig = trend_figure(macs, [found[("macs", "vit-ti/16")]])
+    try:
+        ax = fig.axes[0]
+        ticks = _tick_texts(fig)
+        assert ticks and all(re.fullmatch(r"[0-9.]+ G", t) for t in ticks), ticks
+        assert ax.yaxis.get_offset_text().get_text() == ""
+        (line,) = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+        assert list(line.get_xdata()) == [MACS_COMMIT, MACS_COMMIT]  # at the commit, not at MACS_COMMIT - 0.5
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert not any("spread" in t for t in legend) and not ax.collections, legend
+    finally:
+        plt.close(fig)
+    latency = by_name[("latency_p50_s", "resnet18")]
+    fig = trend_figure(latency, [found[("latency_p50_s", "resnet18")]])
+    try:
+        ticks = _tick_texts(fig)
+        assert ticks and all(re.fullmatch(r"[0-9.]+ ms", t) for t in ticks), ticks
+        legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert "spread (min-max of runs)" in legend and fig.axes[0].collections  # measured: the runs' band
+    finally:
+        plt.close(fig)

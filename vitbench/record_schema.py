@@ -24,8 +24,10 @@ from vitbench.errors import InputFileError, shown
 _NUMBER_SUFFIXES = ("_s", "_bytes", "_share", "_ratio", "_cv", "_fraction", "_pct", "_per_image", "mfu")
 _NUMBER_PREFIXES = ("throughput", "pred_", "measured_", "macs_")
 _NUMBER_NAMES = frozenset({"macs", "params", "flops", "tokens", "elementwise_ops"})
-#: ... unless the rest of its name says it is text (``pred_basis``, ``macs_source``)
-_TEXT_SUFFIXES = ("_basis", "_source", "_note", "_method", "_name", "_key", "_id", "_version", "_kind", "_unit")
+#: ... unless the rest of its name says it is text (``pred_basis``, ``macs_source``, a GPU
+#: prediction's ``pred_bound`` and ``pred_warning``)
+_TEXT_SUFFIXES = ("_basis", "_source", "_note", "_method", "_name", "_key", "_id", "_version", "_kind", "_unit", "_bound",
+                  "_warning")
 #: the largest batch size a row may hold (as :data:`vitbench.settings.MAX_BATCH_SIZE`, a layer above)
 MAX_BATCH_SIZE = 2**31 - 1
 

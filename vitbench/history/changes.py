@@ -6,8 +6,13 @@ metrics its runs (``run_medians_s``; several adds of one commit pool their runs)
 
 Where a metric changed:
 
-- **exact metrics** (integer counts: ``macs``, ``params`` and any ``*_macs`` / ``*_flops``
-  column): every commit whose value differs from the previous commit's;
+- **exact and deterministic metrics**: every commit whose value differs from the previous
+  commit's. Exact: integer counts (``macs``, ``params`` and any ``*_macs`` / ``*_flops``
+  column). Deterministic: a metric whose rows carry no run spread (no ``runs``,
+  ``run_medians_s``, ``samples_s``..., as ``predict``, ``plan`` and ``analyze`` rows) and whose
+  values agree within every commit: predicted times (``pred_latency_s``) under a pinned
+  calibration or the GPU cost model, planned memory. A measured metric, or a predicted one whose
+  pooled values within a commit differ (a calibration remade on each run), is not;
 - **measured and other metrics**: change points of log(point) over commits by PELT
   (``ruptures.Pelt``, model "l2", a level lasting at least 2 commits) with the penalty
   ``3 sigma^2 log(n)``, sigma the noise of consecutive points (1.4826 x the median absolute
@@ -44,8 +49,20 @@ DEFAULT_METRICS = ("macs", "params", "latency_p50_s", "throughput_img_s", "peak_
 EXACT = ("macs", "params")
 
 
+#: columns only measured rows carry: the runs and samples a measured value's spread comes from
+RUN_COLUMNS = ("runs", "run_medians_s", "run_samples_s", "samples_s", "n_samples")
+
+
 def is_exact(metric: str) -> bool:
+    """An integer count: any change in it is a change."""
     return metric in EXACT or metric.endswith("_macs") or metric.endswith("_flops")
+
+
+def carries_runs(row: dict[str, Any]) -> bool:
+    """Whether ``row`` is measured: it holds runs or samples (:data:`RUN_COLUMNS`)."""
+    from vitbench.units import is_missing
+
+    return any(not is_missing(row.get(k)) and row.get(k) not in ("", [], ()) for k in RUN_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -57,9 +74,18 @@ class Point:
 
 @dataclass(frozen=True)
 class Series:
+    """One configuration's metric over commits. ``exact``: a count, or a deterministic metric
+    (no run spread: module docstring), whose every change is a change."""
+
     configuration: str
     metric: str
     points: tuple[Point, ...]
+    exact: bool = False
+
+    @property
+    def spread(self) -> bool:
+        """Whether any commit's values (its runs) differ: a band worth drawing."""
+        return any(max(p.runs) > min(p.runs) for p in self.points)
 
 
 @dataclass(frozen=True)
@@ -73,7 +99,7 @@ class Change:
     last_good: Commit
     before: float
     after: float
-    p_value: float | None             # None for exact metrics (any change is one)
+    p_value: float | None             # None for exact and deterministic metrics (any change is one)
     method: str = field(default="")
 
     @property
@@ -127,8 +153,19 @@ def series(rows: Sequence[dict[str, Any]], metrics: Sequence[str] | None = None)
         for metric in wanted:
             points = _points(grouped.rows, metric, ordered)
             if points:
-                out.append(Series(names[key], metric, tuple(points)))
+                out.append(Series(names[key], metric, tuple(points), _exact(metric, grouped.rows, points)))
     return out
+
+
+def _exact(metric: str, rows: Sequence[dict[str, Any]], points: Sequence[Point]) -> bool:
+    """A count, or a metric of rows that carry no runs and whose values agree within every
+    commit (module docstring)."""
+    from vitbench.gate.matching import number
+
+    if is_exact(metric):
+        return True
+    measured = any(carries_runs(r) for r in rows if number(r.get(metric)) is not None)
+    return not measured and all(max(p.runs) == min(p.runs) for p in points)
 
 
 def check_metrics(metrics: Sequence[str], present: set[str]) -> None:
@@ -208,8 +245,9 @@ def detect(one: Series, alpha: float = 0.001, min_change: float = 0.02) -> list[
     points = one.points
     if len(points) < 2:
         return []
-    if is_exact(one.metric):
-        return [Change(one.configuration, one.metric, b.commit, a.commit, a.value, b.value, None, "exact")
+    if one.exact:
+        method = "exact" if is_exact(one.metric) else "deterministic"
+        return [Change(one.configuration, one.metric, b.commit, a.commit, a.value, b.value, None, method)
                 for a, b in zip(points, points[1:]) if b.value != a.value]
     if any(p.value <= 0 for p in points):
         return []
@@ -246,4 +284,5 @@ def changes(rows: Sequence[dict[str, Any]], metrics: Sequence[str] | None = None
     return sorted(found, key=lambda c: (order[c.first.commit], c.metric, c.configuration))
 
 
-__all__ = ["DEFAULT_METRICS", "Change", "Point", "Series", "bisect_command", "changes", "check_metrics", "detect", "is_exact", "series"]
+__all__ = ["DEFAULT_METRICS", "RUN_COLUMNS", "Change", "Point", "Series", "bisect_command", "carries_runs", "changes", "check_metrics",
+           "detect", "is_exact", "series"]

@@ -1,6 +1,7 @@
 """The trend report of a history (``vitbench history report``): report.md and the same as one
 self-contained report.html (images embedded), one PNG per metric and configuration over commits
-(the median, the runs' spread as a band, each change's first commit marked), changes.csv,
+(the median, the runs' spread as a band where they differ, each change's first commit marked, the
+values in vitbench's units), changes.csv,
 commits.csv. Formatting lives here; the numbers come from
 :mod:`vitbench.history`."""
 
@@ -30,35 +31,64 @@ def _value(metric: str, value: float) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:.4g}"
 
 
-def plot_series(one: Any, changes: Sequence[Any], path: Path) -> None:
-    """One series: median per commit, the runs' min-max band, changes as dashed lines."""
-    import matplotlib
+def tick(metric: str, value: float) -> str:
+    """An axis tick of ``metric`` in vitbench's units (the report layer's
+    :func:`~vitbench.reporting.format.humanize`: K/M/G for counts, ms/us for seconds, KiB/MiB/GiB
+    for bytes), never a ``1e8`` offset."""
+    from vitbench.reporting.format import humanize
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    return str(humanize(metric, value))
 
+
+def trend_figure(one: Any, changes: Sequence[Any]):
+    """The figure of one series: the median per commit, the runs' min-max band where the runs
+    differ (none for exact counts and predicted values), each change a dashed line at its first
+    commit; the value axis in vitbench's units (:func:`tick`)."""
+    from vitbench.reporting.plots import _pyplot
+
+    plt = _pyplot()
     xs = list(range(len(one.points)))
     fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(xs) + 2), 3.6))
     try:
+        _draw(ax, one, changes)
+    except BaseException:
+        plt.close(fig)
+        raise
+    return fig
+
+
+def _draw(ax, one: Any, changes: Sequence[Any]) -> None:
+    from matplotlib.ticker import FuncFormatter
+
+    xs = list(range(len(one.points)))
+    if one.spread:
         lows = [min(p.runs) for p in one.points]
         highs = [max(p.runs) for p in one.points]
-        ax.fill_between(xs, lows, highs, alpha=0.25, label="spread (min-max of runs)", step=None)
-        ax.plot(xs, [p.value for p in one.points], marker="o", markersize=3, label="median")
-        index = {p.commit.commit: i for i, p in enumerate(one.points)}
-        for change in changes:
-            at = index.get(change.first.commit)
-            if at is not None:
-                label = f"change at {change.first.short}"
-                if change.rel_change is not None:
-                    label += f" ({change.rel_change:+.1%})"
-                ax.axvline(at - 0.5, linestyle="--", color="tab:red", label=label)
-        ax.set_xticks(xs, [p.commit.short[:8] for p in one.points], rotation=90, fontsize=7)
-        ax.set_xlabel("commit (oldest first)")
-        ax.set_ylabel(one.metric)
-        ax.set_title(f"{one.metric}: {one.configuration}", fontsize=9)
-        ax.legend(fontsize=7, loc="best")
-        from vitbench.reporting.plots import plain_texts, quiet
+        ax.fill_between(xs, lows, highs, alpha=0.25, label="spread (min-max of runs)")
+    ax.plot(xs, [p.value for p in one.points], marker="o", markersize=3, label="median" if one.spread else "value")
+    index = {p.commit.commit: i for i, p in enumerate(one.points)}
+    for change in changes:
+        at = index.get(change.first.commit)
+        if at is not None:
+            label = f"change at {change.first.short}"
+            if change.rel_change is not None:
+                label += f" ({change.rel_change:+.1%})"
+            ax.axvline(at, linestyle="--", color="tab:red", label=label)  # at the commit that changed it
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: tick(one.metric, value)))
+    ax.set_xticks(xs, [p.commit.short[:8] for p in one.points], rotation=90, fontsize=7)
+    ax.set_xlabel("commit (oldest first)")
+    ax.set_ylabel(one.metric)
+    ax.set_title(f"{one.metric}: {one.configuration}", fontsize=9)
+    ax.legend(fontsize=7, loc="best")
 
+
+def plot_series(one: Any, changes: Sequence[Any], path: Path) -> None:
+    """:func:`trend_figure` of one series, saved as a PNG at ``path``."""
+    from vitbench.reporting.plots import _pyplot, plain_texts, quiet
+
+    plt = _pyplot()
+    fig = trend_figure(one, changes)
+    try:
         plain_texts(fig)  # a metric or model name is plain text, never mathtext
         with quiet():  # a glyph the font lacks is not a line on the user's terminal
             fig.tight_layout()
@@ -131,7 +161,9 @@ def _write(out: Path, rows: Sequence[dict[str, Any]], all_series: Sequence[Any],
                          f"{change} | {p} | {_code(bisect_command(c.first.short, c.last_good.short))} |")
     else:
         lines.append("No change found.")
-    lines += ["", f"<sub>Exact counts (MACs, parameters) change at any commit whose value differs. Other metrics: "
+    lines += ["", "<sub>Exact counts (MACs, parameters) and deterministic metrics (rows without runs, as predicted times "
+              "under a pinned calibration, whose values agree within each commit) change at any commit whose value "
+              "differs. Measured metrics: "
               f"PELT change points of the log median over commits, kept when the level moved by at least "
               f"{min_change:.0%} and beyond the noise between commits (Bonferroni-adjusted p < {alpha:g}); a level "
               "must last two commits (docs/gate.md).</sub>", "", "## Trends", ""]
@@ -150,4 +182,4 @@ def _write(out: Path, rows: Sequence[dict[str, Any]], all_series: Sequence[Any],
             "commits": len(ordered)}
 
 
-__all__ = ["MAX_PLOTS", "plot_series", "write_report"]
+__all__ = ["MAX_PLOTS", "plot_series", "tick", "trend_figure", "write_report"]
