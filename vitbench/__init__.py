@@ -20,6 +20,7 @@ _EXPORTS = {
     "profile": "vitbench.measure.profile",
     "sweep": "vitbench.sweeps",
     "predict": "vitbench.timemodel.run",
+    "choose": "vitbench.timemodel.choose",
     "devices": "vitbench.timemodel.catalogue",
     "calibrate": "vitbench.timemodel.calibration.worker",
     "plan": "vitbench.analytic.memory",

@@ -21,6 +21,7 @@ COMMANDS = (
     "validate",
     "profile",
     "predict",
+    "choose",
     "devices",
     "calibrate",
     "selftest",
@@ -29,6 +30,7 @@ COMMANDS = (
     "plan",
     "report",
     "compare",
+    "gate",
     "history",
     "audit",
 )

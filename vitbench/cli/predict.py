@@ -63,7 +63,10 @@ def register(subparsers) -> None:
     cost = parser.add_argument_group("training cost")
     cost.add_argument("--epochs", type=positive_float, metavar="N", help="epochs of training")
     cost.add_argument("--dataset-size", type=positive_int, metavar="N", help="images per epoch")
-    cost.add_argument("--price-per-hour", type=positive_float, metavar="PRICE", help="price of an hour of the device (any currency)")
+    cost.add_argument("--price-per-hour", metavar="PRICE", help="price of an hour of one device (any currency): one price for "
+                      "every device (2.5) or per device (h100=2.5,a100=1.3; a device not asked for is refused)")
+    cost.add_argument("--prices", metavar="FILE", help="a TOML price file with a [prices] table (h100 = 2.5; see "
+                      "docs/prices.example.toml); --price-per-hour overrides it per device")
     cost.add_argument("--measured", metavar="FILE", help="profile results (CSV, JSON or a sweep store): a configuration measured there is costed from its measured step, and gets pred_ratio = predicted / measured")
     add_format_argument(parser)
     add_quiet_argument(parser)
@@ -100,7 +103,7 @@ def _predict(args, settings, steps: Steps):
         precision=args.precision or "fp32", optimizer=settings.get("optimizer", "adamw"), reparam=args.reparam,
         trace_cache=not args.no_trace_cache, host_dispatch=args.host_dispatch,
         threads=settings.get("threads"), calibration=args.calibration, recalibrate=args.recalibrate,
-        epochs=args.epochs, dataset_size=args.dataset_size, price_per_hour=args.price_per_hour,
+        epochs=args.epochs, dataset_size=args.dataset_size, price_per_hour=args.price_per_hour, prices_file=args.prices,
         measured=args.measured, overrides=overrides_from(args), on_calibrate=steps.wait,
         on_progress=steps,
     )

@@ -181,6 +181,23 @@ def fit_source(spec: GpuSpec) -> str:
     return generation if generation in data["generations"] else data["borrow"].get(generation, "ada")
 
 
+#: the efficiencies of cuDNN's convolution kernels, which differ by architecture (Hopper's
+#: NCHW convolutions ran at a third of its tensor rate; Ampere's and Ada's published steps
+#: say theirs do not): a data-centre card of a generation with its own fit takes these from it
+LIBRARY_KERNELS = ("conv_eff", "grouped_eff")
+
+
+def _library_kernels(generation: str) -> dict[str, float]:
+    """The convolution efficiencies of ``generation``'s own fit, or of the one it borrows (none
+    for Hopper: the data-centre fit is its own)."""
+    data = parameter_file()
+    if generation == data.get("datacenter_generation", "hopper"):
+        return {}
+    source = generation if generation in data["generations"] else data["borrow"].get(generation)
+    entry = data["generations"].get(source or "", {})
+    return {name: float(entry["params"][name]) for name in LIBRARY_KERNELS if name in entry.get("params", {})}
+
+
 def profile_for(spec: GpuSpec, host: HostParams | None = None) -> GpuProfile:
     """The profile of ``spec``: the parameters of :func:`fit_source` and the host's dispatch
     time (``host``; else the default host for data-centre cards, the published fit's own host
@@ -189,6 +206,8 @@ def profile_for(spec: GpuSpec, host: HostParams | None = None) -> GpuProfile:
     source = fit_source(spec)
     entry = data["generations"][source]
     params = GenerationParams.from_dict(entry["params"])
+    if source == "datacenter":
+        params = replace(params, **_library_kernels(spec.generation))
     host_from = f"{source} fit's host"
     if host is None and source == "datacenter":
         host = default_host()

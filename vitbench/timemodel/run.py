@@ -14,6 +14,7 @@ import itertools
 import os
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,6 +26,7 @@ from vitbench.specs.limits import MAX_TRACED_BLOCKS, too_many_blocks
 from vitbench.timemodel.calibration.cache import cache_path, load, save
 from vitbench.timemodel.calibration.schema import PRECISION_DTYPES, Calibration, CalibrationError
 from vitbench.timemodel.calibration.worker import calibrate, default_threads
+from vitbench.timemodel.gpu_pricing import gpu_pricing, gpu_profile, refuse_a_gpu_calibration  # noqa: F401 - gpu_profile: run.gpu_profile, as before
 from vitbench.timemodel.gpus import GPU_DEVICES, gpu
 from vitbench.timemodel.prediction_rows import (
     error_band,
@@ -77,25 +79,6 @@ def predict_device(run_device: str) -> str:
     return check_device(run_device)
 
 
-def gpu_profile(device: str) -> Any:
-    """The GPU cost model's profile for a catalogue device, or for ``cuda`` (this machine's GPU,
-    by its name)."""
-    from vitbench.timemodel.gpu_model import profile_for
-    from vitbench.timemodel.gpus import match_device_name
-
-    if device == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise SpecError("device", "cuda", f"no CUDA device here; name a GPU instead: {', '.join(GPU_DEVICES)}")
-        name = torch.cuda.get_device_name()
-        spec = match_device_name(name)
-        if spec is None:
-            raise SpecError("device", "cuda", f"{name} is not in the GPU catalogue; name the closest of: {', '.join(GPU_DEVICES)}")
-        return profile_for(spec)
-    return profile_for(gpu(device))
-
-
 def resolve_calibration(device: str = "cpu", threads: int | None = None, precisions: Iterable[str] = ("fp32",),
                         calibration: Calibration | str | os.PathLike | None = None, recalibrate: bool = False,
                         on_calibrate: Callable[[str], None] | None = None) -> tuple[Calibration, list[str]]:
@@ -117,7 +100,7 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
         _check_given(calibration, device, threads, "a CPU calibration")
         return calibration, warnings
     if device != "cpu":
-        return _gpu_pricing(device, calibration)
+        return gpu_pricing(device, calibration)
     from vitbench.timemodel.gpu_calibration import GpuCalibration
 
     if isinstance(calibration, GpuCalibration):
@@ -128,7 +111,7 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
             found = load(calibration, torch.__version__)
             _check_dtypes(found, needed)
         except CalibrationError as exc:
-            _refuse_a_gpu_calibration(calibration)
+            refuse_a_gpu_calibration(calibration)
             raise CalibrationError(f"--calibration={str(calibration)!r}: refused ({exc}); run `vitbench calibrate` "
                                    "or leave --calibration out to use (or make) this machine's") from None
         _check_given(found, device, threads, str(calibration))
@@ -173,55 +156,6 @@ def _check_given(found: Calibration, device: str, threads: int | None, name: str
         raise SpecError("threads", threads, f"but the calibration {name} was made at threads={found.threads}; give "
                                             f"--threads {found.threads}, or leave --calibration out to use (or make) one "
                                             f"at {threads}")
-
-
-def _refuse_a_gpu_calibration(path: Any) -> None:
-    """After a CPU calibration file was refused: say so in one line when it is a GPU one."""
-    from vitbench.timemodel import gpu_calibration
-
-    try:
-        gpu_calibration.load(path)
-    except CalibrationError:
-        return
-    raise SpecError("calibration", str(path), "is a GPU calibration; --device cpu needs a CPU one (`vitbench calibrate`)")
-
-
-def _gpu_pricing(device: str, calibration: Any) -> tuple[Any, list[dict[str, str]]]:
-    """The GPU profile for ``device`` and its warnings: from a GPU calibration given (a
-    :class:`~vitbench.timemodel.gpu_calibration.GpuCalibration` or its file), else for ``cuda``
-    this card's calibration in the cache when there is one, else the published fit."""
-    from vitbench.timemodel import gpu_calibration
-
-    if calibration is not None:
-        if isinstance(calibration, gpu_calibration.GpuCalibration):
-            found = calibration
-        else:
-            try:
-                found = gpu_calibration.load(calibration)
-            except gpu_calibration.NotAGpuCalibration:
-                raise SpecError("calibration", str(calibration), f"is not a GPU calibration (a CPU calibration?); --device "
-                                                                   f"{device} needs one made by `vitbench calibrate --device cuda` "
-                                                                   "on that GPU, or none") from None
-            except CalibrationError as exc:
-                raise CalibrationError(f"--calibration={str(calibration)!r}: refused ({exc})") from None
-        profile = gpu_profile(device)
-        if found.device != profile.spec.key:
-            raise SpecError("calibration", str(calibration), f"was made on {found.device_name} ({found.device}); "
-                                                               f"--device {device} is {profile.spec.name}")
-        return found.profile(), []
-    profile = gpu_profile(device)
-    if device == "cuda":
-        import torch
-
-        path = gpu_calibration.cache_path(torch.cuda.get_device_name(), torch.__version__)
-        if path.exists():
-            try:
-                return gpu_calibration.load(path).profile(), []
-            except CalibrationError as exc:
-                return profile, [warning("calibration-refused", f"cached GPU calibration {path} refused ({exc}); "
-                                                                "priced by the published fit",
-                                         "run `vitbench calibrate --device cuda` again")]
-    return profile, []
 
 
 def _check_dtypes(calibration: Calibration, needed: set[str]) -> None:
@@ -301,7 +235,8 @@ def predict(
     recalibrate: bool = False,
     epochs: float | None = None,
     dataset_size: int | None = None,
-    price_per_hour: float | None = None,
+    price_per_hour: Any = None,
+    prices_file: str | os.PathLike | None = None,
     measured: Any = None,
     input_size: Any = None,
     overrides: dict[str, Any] | None = None,
@@ -322,7 +257,9 @@ def predict(
     ``pred_basis``; on a GPU also ``pred_host_s`` and ``pred_device_s`` (the host's dispatch and
     the kernels, each alone) and the validation's error band (``pred_error_median``,
     ``pred_error_p90``, ``pred_error_basis``); with ``epochs`` and ``dataset_size`` also
-    ``pred_epoch_s``, ``pred_train_hours`` and (with ``price_per_hour``) ``pred_cost``, from the
+    ``pred_epoch_s``, ``pred_train_hours`` and (with ``price_per_hour``: one price, or per device
+    ``'h100=2.5,a100=1.3'`` or a mapping; ``prices_file``: a TOML price file,
+    :mod:`vitbench.timemodel.prices`) ``pred_cost``, from the
     measured step instead when ``measured`` (profile rows, or a CSV / JSON-lines file of them)
     has the same configuration. ``device`` may name several (``"a100,h100"``): one trace, priced
     per device. ``on_progress(done, total, label)`` is called as each configuration starts (after
@@ -344,6 +281,9 @@ def predict(
     batches = _as_list("batch_size", batch_size)
     precisions = _as_list("precision", precision, PREDICT_PRECISIONS)
     _as_list("optimizer", optimizer, OPTIMIZERS)
+    from vitbench.timemodel.prices import device_prices
+
+    prices = device_prices(price_per_hour, devices, prices_file)
     _check_arguments(devices, precisions, threads, reparam, epochs, dataset_size, price_per_hour)
     from vitbench.timemodel.host import parse_host_dispatch, resolve_host, with_host
 
@@ -359,60 +299,87 @@ def predict(
     host = resolve_host(host_dispatch)
     if host is not None:
         pricing = {each: (with_host(cal, host), warnings) for each, (cal, warnings) in pricing.items()}
-    environment = {"env_torch": torch.__version__, "vitbench_version": __version__}
+    context = _Context(optimizer, reparam, trace_cache, {}, measured_rows, epochs, dataset_size, prices,
+                       {"env_torch": torch.__version__, "vitbench_version": __version__})
     records = Records()
-    counts: dict = {}  # params and MACs counted for models without a formula, by (target, batch)
     configurations = list(itertools.product(targets, modes, batches, precisions))
     for index, (target, run_mode, batch, prec) in enumerate(configurations):
         if on_progress is not None:
             on_progress(index, len(configurations), f"{target.label} batch {batch} {run_mode} {prec}")
         refusal = _refusal(target, batch)
-        traces: dict[str, Any] = {}
+        traces: dict[str, Any] = {}  # one trace per device type, priced for every device
         for each in devices:
-            cal, warnings = pricing[each]
-            row = row_head(target, batch, each, run_mode, prec, optimizer, cal, reparam, counts)
-            row_warnings = list(warnings)
-            started = time.perf_counter()
-            if refusal is not None:  # decided from the spec: nothing is built
-                row.update(status="refused", error=refusal, pred_basis=cal.label, warnings=row_warnings, **environment)
-                records.append(row)
-                continue
-            device_type = "cpu" if each == "cpu" else "cuda"
-            try:
-                if device_type not in traces:
-                    traces[device_type] = traced_ops(target, batch, run_mode, prec, optimizer, device_type, reparam,
-                                                     trace_cache)
-                ops = traces[device_type]
-            except Exception as exc:  # noqa: BLE001 - any model's failure to trace becomes its row
-                traces[device_type] = exc
-                ops = exc
-            if isinstance(ops, ModelForwardError):  # the model's own forward failed: the user's to fix (exit 2)
-                row.update(status="refused", error=ops.detail, pred_basis=cal.label, warnings=row_warnings, **environment)
-                records.append(row)
-                continue
-            if isinstance(ops, Exception):
-                row.update(status="error", error=f"cannot trace the step: {type(ops).__name__}: {ops}".splitlines()[0],
-                           pred_basis=cal.label, warnings=row_warnings, **environment)
-                records.append(row)
-                continue
-            prediction = _price(ops, cal, run_mode, prec)
-            row.update(prediction.columns(batch))
-            row["pred_basis"] = cal.label
-            if each != "cpu":
-                row.update(error_band(cal, target.name, run_mode))
-                unpriced = gpu_kernel_warnings(ops)
-                row["pred_warning"] = "; ".join(w["message"] for w in unpriced) or None
-                row_warnings.extend(unpriced)
-            row["pred_seconds"] = time.perf_counter() - started
-            row_warnings.extend(trace_warnings(row, prediction, run_mode))
-            seen = measured_rows.get((target.name, target.overrides_text if target.overrides else "", run_mode, batch, prec))
-            columns, cost_warnings = measured_and_cost(prediction.latency_s, seen, batch, run_mode, epochs, dataset_size,
-                                                        price_per_hour)
-            row.update(columns)
-            row_warnings.extend(cost_warnings)
-            row.update(status="ok", error=None, warnings=row_warnings, **environment)
-            records.append(row)
+            records.append(_device_row((target, run_mode, batch, prec), each, pricing[each], refusal, traces, context))
     return records
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every row of one :func:`predict` call shares."""
+
+    optimizer: str
+    reparam: bool
+    trace_cache: bool
+    counts: dict          # params and MACs counted for models without a formula, by (target, batch)
+    measured_rows: dict   # measured steps by configuration (``measured``)
+    epochs: float | None
+    dataset_size: int | None
+    prices: dict          # price per hour by device
+    environment: dict
+
+
+def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str | None, traces: dict,
+                context: _Context) -> dict[str, Any]:
+    """The row of one configuration (target, mode, batch, precision) on one device: refused
+    from the spec, refused for the model's own failing forward, an error when the step cannot be
+    traced (the reason in ``error``, the traceback in ``error_detail``), else priced."""
+    target, run_mode, batch, prec = configuration
+    cal, warnings = priced
+    row = row_head(target, batch, device, run_mode, prec, context.optimizer, cal, context.reparam, context.counts)
+    row_warnings = list(warnings)
+    started = time.perf_counter()
+    if refusal is not None:  # decided from the spec: nothing is built
+        return {**row, "status": "refused", "error": refusal, "pred_basis": cal.label, "warnings": row_warnings,
+                **context.environment}
+    device_type = "cpu" if device == "cpu" else "cuda"
+    if device_type not in traces:
+        try:
+            traces[device_type] = traced_ops(target, batch, run_mode, prec, context.optimizer, device_type,
+                                             context.reparam, context.trace_cache)
+        # any model's failure to trace becomes its row (a model torch cannot trace on fake tensors
+        # is not vitbench's bug); the traceback is kept in the row
+        except Exception as exc:  # noqa: BLE001
+            traces[device_type] = exc
+    ops = traces[device_type]
+    from vitbench.timemodel.trace_cache import take_refused
+
+    row_warnings.extend(take_refused())
+    if isinstance(ops, ModelForwardError):  # the model's own forward failed: the user's to fix (exit 2)
+        return {**row, "status": "refused", "error": ops.detail, "pred_basis": cal.label, "warnings": row_warnings,
+                **context.environment}
+    if isinstance(ops, Exception):
+        import traceback
+
+        return {**row, "status": "error", "error": f"cannot trace the step: {type(ops).__name__}: {ops}".splitlines()[0],
+                "error_detail": "".join(traceback.format_exception(type(ops), ops, ops.__traceback__)),
+                "pred_basis": cal.label, "warnings": row_warnings, **context.environment}
+    prediction = _price(ops, cal, run_mode, prec)
+    row.update(prediction.columns(batch))
+    row["pred_basis"] = cal.label
+    if device != "cpu":
+        row.update(error_band(cal, target.name, run_mode))
+        unpriced = gpu_kernel_warnings(ops)
+        row["pred_warning"] = "; ".join(w["message"] for w in unpriced) or None
+        row_warnings.extend(unpriced)
+    row["pred_seconds"] = time.perf_counter() - started
+    row_warnings.extend(trace_warnings(row, prediction, run_mode))
+    seen = context.measured_rows.get((target.name, target.overrides_text if target.overrides else "", run_mode, batch, prec))
+    columns, cost_warnings = measured_and_cost(prediction.latency_s, seen, batch, run_mode, context.epochs,
+                                               context.dataset_size, context.prices.get(device))
+    row.update(columns)
+    row_warnings.extend(cost_warnings)
+    row.update(status="ok", error=None, warnings=row_warnings, **context.environment)
+    return row
 
 
 def _resolved_and_priced(devices: list[str], calibrated: tuple, resolve_targets: Callable[[], Any],
@@ -455,7 +422,6 @@ def _check_arguments(devices: list[str], precisions: list[str], threads: Any, re
         raise SpecError("reparam", reparam, "must be true or false")
     _positive_or_none("epochs", epochs, 10**6)
     _positive_or_none("dataset_size", dataset_size, 10**13, integer=True)
-    _positive_or_none("price_per_hour", price_per_hour, 10**9)
     if (epochs is None) != (dataset_size is None):
         raise SpecError("epochs" if epochs is None else "dataset_size", None,
                         "training cost needs both epochs and dataset_size")

@@ -1,0 +1,217 @@
+"""`vitbench choose` and its parts (issue 44): the batch checked against every card's memory, the
+data-parallel step worked by hand, the verdict's tie rule, prices per device, bad input in one
+line, the answer's columns first, and the worked example of docs/choosing.md."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import vitbench
+from vitbench.cli import main
+from vitbench.errors import InputFileError, SpecError
+from vitbench.timemodel import interconnect
+from vitbench.timemodel.choose import RESERVE_BYTES, choose, verdict
+from vitbench.timemodel.gpus import CATALOGUE, gpu
+from vitbench.timemodel.prices import device_prices, load_price_file
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "vit-s/16"
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path / "cache"))
+
+
+# --- memory, per card ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("card", [spec.key for spec in CATALOGUE])
+def test_the_batch_chosen_for_every_card_fits_it_and_one_more_power_of_two_does_not(card):
+    """No batch given: the batch priced is a power of two whose predicted peak (the memory model,
+    asked directly) is under the card's memory; twice it is over the card's budget, and asking for
+    that gives a row that says "does not fit", with no time."""
+    spec = vitbench.resolve(MODEL)
+    row = choose(MODEL, device=card, precision="fp16")[0]
+    batch = row["batch_size"]
+    capacity = int(gpu(card).memory_gb * 10**9)
+    assert row["fits"] is True and batch & (batch - 1) == 0
+    peak = vitbench.memory_estimate(spec, batch, "train", "fp16").peak_bytes
+    assert row["pred_peak_memory_bytes"] == peak
+    assert peak <= capacity - RESERVE_BYTES < capacity
+    assert vitbench.memory_estimate(spec, 2 * batch, "train", "fp16").peak_bytes > capacity - RESERVE_BYTES
+    over = choose(MODEL, device=card, precision="fp16", batch_size=row["max_batch_size"] + 1)[0]
+    assert over["fits"] is False and over["pred_latency_s"] is None and over["pred_cost"] is None
+    assert over["note"].startswith(f"does not fit: batch {row['max_batch_size'] + 1} needs ")
+    assert f"the {gpu(card).name} has {gpu(card).memory_gb:g} GB" in over["note"]
+
+
+def test_a_batch_over_one_card_is_a_row_that_says_so_while_the_other_card_is_priced():
+    rows = choose("vit-b/16", device="l4,h100", precision="bf16", batch_size=512, epochs=1, dataset_size=10_000)
+    h100, l4 = rows
+    assert (h100["device"], l4["device"]) == ("h100", "l4")
+    assert h100["fits"] is True and h100["pred_train_hours"] > 0
+    peak = vitbench.memory_estimate(vitbench.resolve("vit-b/16"), 512, "train", "bf16").peak_bytes
+    assert peak > 24 * 10**9 - RESERVE_BYTES
+    assert l4["note"] == (f"does not fit: batch 512 needs {peak / 2**30:.2f} GiB, the L4 has 24 GB "
+                          f"({(24 * 10**9 - RESERVE_BYTES) / 2**30:.2f} GiB after 1.00 GiB for the CUDA context and workspaces)")
+    assert "h100 can run it" in rows.verdict
+
+
+# --- the data-parallel step, by hand -----------------------------------------------------------
+
+def test_the_ring_all_reduce_worked_by_hand():
+    h100 = interconnect.link("h100")
+    # 8 cards on NVLink 4: 900 GB/s both ways -> 450 GB/s one way x 0.70 = 315 GB/s bus bandwidth
+    # 2 (8 - 1) / 8 x 1e9 B / 315e9 B/s = 5.5556 ms, + 14 ring steps x 2 us
+    assert interconnect.allreduce_s(1e9, 8, 1, h100) == pytest.approx(1.75 / 315 + 14 * 2e-6, rel=1e-12)
+    # 2 nodes: + 2 (2 - 1) / 2 x 1e9 / (3200 Gb/s / 8 x 0.85 = 340 GB/s) + 2 steps x 5 us
+    assert interconnect.allreduce_s(1e9, 8, 2, h100) == pytest.approx(1.75 / 315 + 14 * 2e-6 + 1 / 340 + 10e-6, rel=1e-12)
+    # 4 cards with NVLink bridges (pairs) run the ring over PCIe Gen5: 128 GB/s -> 64 x 0.45 = 28.8 GB/s
+    assert interconnect.allreduce_s(1e9, 4, 1, interconnect.link("h100-pcie")) == pytest.approx(1.5 / 28.8 + 6 * 2e-6, rel=1e-12)
+    assert interconnect.allreduce_s(1e9, 1, 1, h100) == 0.0
+
+
+def test_ddp_buckets_overlap_backward_worked_by_hand():
+    # 2 cards over PCIe of 20 GB/s both ways: bus = 10 GB/s x 0.45 = 4.5e9 B/s; per bucket
+    # t = 2 (2 - 1) / 2 x bytes / 4.5e9 + 2 x 2 us. Gradients 51 MiB: buckets of 1, 25, 25 MiB,
+    # ready at 10 ms x 1/51, x 26/51 and at 10 ms (the end of backward)
+    card = interconnect.Link(None, None, 0, "PCIe", 20, None, "test")
+    c1 = 1048576 / 4.5e9 + 4e-6          # 0.000237017 s
+    c25 = 26214400 / 4.5e9 + 4e-6        # 0.005829422 s
+    f1 = 0.01 / 51 + c1                   # 0.000433095
+    f2 = max(f1, 0.01 * 26 / 51) + c25    # 0.010927461: the second bucket ends after backward
+    f3 = max(f2, 0.01) + c25              # 0.016756883
+    step = interconnect.data_parallel_step(0.05, 0.01, 51 * 2**20, 2, 1, card)
+    assert interconnect.buckets(51 * 2**20) == [2**20, 25 * 2**20, 25 * 2**20]
+    assert step.allreduce_s == pytest.approx(c1 + 2 * c25, rel=1e-12)
+    assert step.exposed_s == pytest.approx(f3 - 0.01, rel=1e-12) == pytest.approx(0.006756883, rel=1e-6)
+    assert step.step_s == pytest.approx(0.05 + 0.006756883, rel=1e-6)
+    # a long backward hides all but the last bucket
+    assert interconnect.data_parallel_step(0.5, 0.4, 51 * 2**20, 2, 1, card).exposed_s == pytest.approx(c25, rel=1e-12)
+
+
+def test_choose_states_the_per_gpu_and_global_batch_and_adds_the_exposed_all_reduce():
+    one, eight = (choose("vit-b/16", device="a100", precision="bf16", batch_size=64, gpus=g, epochs=1,
+                         dataset_size=100_000)[0] for g in (1, 8))
+    assert (eight["batch_size"], eight["global_batch_size"], eight["gpus"]) == (64, 512, 8)
+    assert eight["pred_step_one_gpu_s"] == one["pred_latency_s"]
+    assert eight["gradient_bytes"] == 86_567_656 * 4          # ViT-B/16's parameters, fp32 gradients
+    assert eight["pred_latency_s"] == pytest.approx(one["pred_latency_s"] + eight["pred_allreduce_exposed_s"], rel=1e-12)
+    assert eight["pred_allreduce_exposed_s"] > 0
+    assert eight["pred_throughput_img_s"] == pytest.approx(512 / eight["pred_latency_s"], rel=1e-12)
+    assert eight["pred_steps_per_epoch"] == 196 and one["pred_steps_per_epoch"] == 1563   # ceil(100000 / 512), / 64
+
+
+# --- the verdict -------------------------------------------------------------------------------
+
+def _row(device, hours, median, cost=None):
+    return {"device": device, "fits": True, "pred_train_hours": hours, "pred_cost": cost, "pred_error_median": median,
+            "pred_throughput_img_s": 1.0}
+
+
+def test_two_cards_within_each_others_error_band_are_a_tie():
+    # 100 h x (1 + 0.10) = 110 >= 115 h x (1 - 0.10) = 103.5: the bands overlap
+    said = verdict([_row("h100", 100.0, 0.10), _row("a100", 115.0, 0.10)])
+    assert said == ("On time for the run, the h100 and the a100 are a tie: 100.0 h and 115.0 h lie within each "
+                    "other's error band (median error 10% and 10%).")
+
+
+def test_a_winner_beyond_the_bands_is_named_with_its_margin():
+    # 100 x 1.10 = 110 < 130 x 0.90 = 117: not a tie; 130 / 100 = 1.30x
+    said = verdict([_row("a100", 130.0, 0.10), _row("h100", 100.0, 0.10)])
+    assert said == ("On time for the run, the h100 wins: 100.0 h against 130.0 h on the a100, 1.30x faster, beyond both "
+                    "predictions' error bands (median error 10% and 10%).")
+    by_cost = verdict([_row("h100", 1.0, 0.05, cost=300.0), _row("l4", 9.0, 0.05, cost=100.0)], "cost")
+    assert by_cost.startswith("On cost of the run, the l4 wins: 100.00 against 300.00 on the h100, 3.00x cheaper")
+
+
+def test_no_card_that_fits_says_why():
+    said = verdict([{"device": "l4", "fits": False, "note": "does not fit: batch 4096 needs 300 GiB"}])
+    assert said == "No card can answer: l4: does not fit: batch 4096 needs 300 GiB."
+
+
+# --- prices ------------------------------------------------------------------------------------
+
+def test_prices_per_device_from_text_a_mapping_and_the_example_file():
+    assert device_prices("h100=2.5,A100-SXM=1.3", ["h100", "a100", "l4"]) == {"h100": 2.5, "a100": 1.3}
+    assert device_prices(2.0, ["h100", "l4"]) == {"h100": 2.0, "l4": 2.0}
+    assert device_prices(None, ["h100"]) == {}
+    example = ROOT / "docs" / "prices.example.toml"
+    assert load_price_file(example) == {"a100": 1.10, "h100": 2.50, "h200": 3.50, "l4": 0.60}
+    # the file prices more cards than asked; the command line overrides it per card
+    assert device_prices("h100=2.9", ["h100", "a100"], example) == {"h100": 2.9, "a100": 1.10}
+
+
+def test_predict_costs_each_device_at_its_own_price():
+    rows = vitbench.predict("mnist-vit", device="h100,a100", batch_size=32, mode="train", epochs=2, dataset_size=1000,
+                            price_per_hour="h100=4,a100=2")
+    for row, price in zip(rows, (4.0, 2.0)):
+        assert row["pred_cost"] == pytest.approx(row["pred_train_hours"] * price, rel=1e-12)
+
+
+@pytest.mark.parametrize(("price", "message"), [
+    ("h100=1,zz=2", "price='zz': unknown device"),
+    ("h100=1,h200=2", "price='h200': is priced but not asked for"),
+    ("h100=-3", r"price\[h100\]=-3.0: must be a positive number"),
+    ("h100=abc", r"price\[h100\]='abc': must be a positive number"),
+    ({"h100": float("nan")}, r"price\[h100\]=nan: must be a positive number"),
+])
+def test_bad_prices_are_one_line_naming_field_and_value(price, message):
+    with pytest.raises(SpecError, match=message):
+        choose(MODEL, device="h100,l4", price=price)
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ({"gpus": 0}, "gpus=0: must be a whole number from 1 to 16"),
+    ({"nodes": 0}, "nodes=0: must be a whole number from 1"),
+    ({"gpus": True}, "gpus=True"),
+    ({"device": "h100,cpu"}, "device='cpu': choose compares GPUs"),
+    ({"sort": "speed"}, "sort='speed': must be one of time, cost"),
+])
+def test_bad_counts_and_cards_are_refused(arguments, message):
+    with pytest.raises(SpecError, match=message):
+        choose(MODEL, **{"device": "h100", **arguments})
+
+
+def test_a_price_file_that_is_not_one_is_refused(tmp_path):
+    bad = tmp_path / "p.toml"
+    bad.write_text("[prices]\nh100 = 'cheap'\n")
+    with pytest.raises(SpecError, match=r"prices\[h100\]='cheap'"):
+        load_price_file(bad)
+    bad.write_text("h100 = 2\n")
+    with pytest.raises(InputFileError, match="needs a \\[prices\\] table"):
+        load_price_file(bad)
+
+
+@pytest.mark.parametrize("argv", [
+    ["choose", MODEL, "--device", "h100,l4", "--gpus", "0"],
+    ["choose", MODEL, "--device", "h100,l4", "--price", "h100=2,a100=1"],
+    ["predict", MODEL, "--device", "h100", "--epochs", "1", "--dataset-size", "9", "--price-per-hour", "h100=-1"],
+])
+def test_the_command_line_refuses_in_one_line_with_exit_2(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("vitbench: error:")
+
+
+# --- the answer first, and the worked example ----------------------------------------------------
+
+def test_the_answer_comes_first_then_how_then_the_identity():
+    row = choose(MODEL, device="h100", precision="bf16", batch_size=64, epochs=1, dataset_size=1000, price=2.0)[0]
+    keys = list(row)
+    assert keys[:10] == ["device", "fits", "batch_size", "pred_latency_s", "pred_throughput_img_s", "pred_train_hours",
+                         "pred_cost", "pred_error_median", "pred_error_p90", "note"]
+    assert keys.index("pred_linear_s") > keys.index("interconnect") and keys.index("model") > keys.index("pred_linear_s")
+
+
+def test_the_worked_example_in_docs_choosing_md_is_what_the_command_prints(capsys):
+    page = (ROOT / "docs" / "choosing.md").read_text(encoding="utf-8")
+    command = re.search(r"```bash\n(vitbench choose .*?)\n```", page, re.S).group(1).replace("\\\n", " ")
+    shown = re.search(r"<!-- choose: worked example -->\n```text\n(.*?)```", page, re.S).group(1)
+    assert main(command.split()[1:]) == 0
+    printed = capsys.readouterr().out
+    assert printed == shown, ("docs/choosing.md's worked example is stale (the cost model changed?): paste what "
+                              f"`{' '.join(command.split())}` prints now:\n{printed}")
