@@ -33,9 +33,18 @@ BROKEN_FACTORY = (
 )
 
 
+#: issue 45: a user file that re-exports a library's function, and the user's own factory (which
+#: must not be imported when a later model of the command is refused)
+REEXPORT = "from sympy import sympify as f\n"
+MINE = "from torch import nn\n\ndef build(img_size=8):\n    return nn.Conv2d(3, 3, 3)\n"
+
+
 def prepare(root: Path) -> dict[str, str]:
     (root / "py_broken_forward.py").write_text(BROKEN_FACTORY)
-    out = {"py_broken": str(root / "py_broken_forward.py")}
+    (root / "py_reexport_sympify.py").write_text(REEXPORT)
+    (root / "py_mine.py").write_text(MINE)
+    out = {"py_broken": str(root / "py_broken_forward.py"), "py_reexport": str(root / "py_reexport_sympify.py"),
+           "py_mine": str(root / "py_mine.py")}
     for key, (name, text) in SWEEP_FILES.items():
         (root / name).write_text(text)
         out[key] = str(root / name)

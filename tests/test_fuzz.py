@@ -267,7 +267,7 @@ NUMBER_FLAGS = {
                 "--num-classes", "--in-chans", "--mlp-hidden-dim", "--pos-embed-len", "--module-table", "--counters"),
     "plan": ("--batch-size", "--img-size", "--embed-dim", "--depth", "--mlp-ratio", "--num-heads", "--patch-size",
              "--num-classes", "--memory"),
-    # (no --depth: a trace steps through every block, and up to MAX_TRACED_BLOCKS = 2,000 are taken
+    # (no --depth: a trace steps through every block, and up to MAX_STEP_TRACED_BLOCKS = 256 are taken
     # by design, "about half a minute": --depth 1694 took 36 s on a busy 2-core machine)
     "predict": ("--batch-size", "--img-size", "--embed-dim", "--mlp-ratio", "--num-heads", "--patch-size",
                 "--dataset-size", "--epochs", "--price-per-hour", "--threads"),
@@ -431,5 +431,42 @@ def test_text_arguments(scale, valid, root):
         if argv[0] == "predict":
             argv = [*argv, "--calibration", valid["calibration"], "--threads", "1"]
         _assert_clean(fz.clean_run(argv, terminal_out=True)[3])
+
+    check()
+
+
+USER_FACTORY = "import pathlib\npathlib.Path(__file__).with_name('imported.txt').write_text('')\n\ndef build(img_size=8):\n    pass\n"
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_py_references_to_installed_libraries(scale, root, monkeypatch):
+    """Issue 45: ``py:`` references to the installed distributions' modules and public names
+    (tests/_fuzz_py.py: dotted, or the module's file by its path; with payloads), alone or after
+    the user's own factory file. Each is refused in one line naming the model, exit 2; no module
+    is imported (the one way vitbench gets a factory, ``import_namespace``, is never reached, and
+    a module this process had not loaded stays unloaded), so nothing of them is called; the
+    user's file before it is not imported either (every model is checked first)."""
+    import sys
+
+    import _fuzz_py as fp
+
+    from vitbench.models.sources import py_factory
+
+    reached: list = []
+    monkeypatch.setattr(py_factory, "import_namespace", lambda *args: reached.append(args))
+    (root / "mine.py").write_text(USER_FACTORY)
+
+    @fz.budget(40, scale)
+    @given(drawn=fp.library_references(), after_mine=st.booleans())
+    def check(drawn, after_mine):
+        reference, module = drawn
+        loaded = {name for name in (module, module.split(".")[0]) if name in sys.modules}
+        argv = ["analyze", "--img-size", "8", *(["py:./mine.py:build"] if after_mine else []), reference]
+        code, _, err, problems = fz.clean_run(argv, allowed=(2,))
+        _assert_clean(problems)
+        assert err.startswith("vitbench: error: model='py:") and "installed library's folder" in err, err  # one line: clean_run
+        assert reached == [], f"{reference}: import_namespace was reached"
+        assert {name for name in (module, module.split(".")[0]) if name in sys.modules} == loaded, f"{reference} imported {module}"
+        assert not (root / "imported.txt").exists() and not (root / "PWNED").exists(), reference
 
     check()

@@ -168,7 +168,7 @@ def test_a_sweep_file_naming_a_standard_library_function_runs_nothing(tmp_path, 
 
 # --- the factory's parameters from its source -------------------------------------------------
 def test_static_parameters_read_a_plain_def_and_give_up_on_anything_else(tmp_path):
-    from vitbench.models.sources.py_contract import static_parameters
+    from vitbench.models.sources.py_factory import static_parameters
 
     source = tmp_path / "m.py"
     source.write_text(textwrap.dedent('''
@@ -301,10 +301,18 @@ def test_a_library_function_re_exported_by_the_users_module_is_refused(tmp_path,
         resolve_all(["py:./reexport.py:load+f=x"])
 
 
-def test_a_library_nn_module_class_stays_allowed(capsys):
-    assert main(["analyze", "py:torch.nn:Linear+in_features=4+out_features=2", "--img-size", "4",
-                 "--format", "csv"]) == 0
-    assert "py:torch.nn:Linear" in capsys.readouterr().out
+def test_a_library_nn_module_class_is_refused_and_a_users_subclass_is_not(tmp_path, monkeypatch, capsys):
+    """Issue 45: by allow-list, a library's classes are not factories either (``py:torch.nn:Linear``
+    was allowed before), named directly or re-exported; the user's own subclass is."""
+    (tmp_path / "layers.py").write_text("from torch import nn\nfrom torch.nn import Linear\n\n"
+                                        "class Mine(nn.Linear):\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["analyze", "py:torch.nn:Linear+in_features=4+out_features=2", "--img-size", "4"]) == 2
+    assert "'torch.nn' is in an installed library's folder" in _one_line(capsys)
+    assert main(["analyze", "py:./layers.py:Linear+in_features=4+out_features=2", "--img-size", "4"]) == 2
+    assert "is torch.nn.modules.linear.Linear, a class of the library 'torch'" in _one_line(capsys)
+    assert main(["analyze", "py:./layers.py:Mine+in_features=4+out_features=2", "--img-size", "4", "--format", "csv"]) == 0
+    assert "py:./layers.py:Mine" in capsys.readouterr().out
 
 
 # --- a model whose own forward fails: the user's error, one line, exit 2 ----------------------
@@ -367,3 +375,281 @@ def test_only_the_forwards_own_exceptions_are_wrapped():
     with pytest.raises(ModelForwardError, match=r"model='m': its forward failed on a \(\)  input: KeyError: 'k'"):
         with model_forward(None, "m"):
             raise KeyError("k")
+
+
+# --- issue 45: py: by allow-list, every model checked before the first import -------------------
+def _editable_finder() -> str:
+    """The name of an editable install's finder module (``__editable___*_finder``) in this
+    environment: vitbench's own when it is installed with ``pip install -e``."""
+    import importlib.machinery
+
+    names = [n for n in sys.modules if n.startswith("__editable__") and n.endswith("_finder")]
+    for folder in sys.path if not names else ():
+        if __import__("os").path.isdir(folder):
+            names += [p[:-3] for p in __import__("os").listdir(folder) if p.startswith("__editable__") and p.endswith("_finder.py")]
+    assert names and importlib.machinery.PathFinder.find_spec(names[0]) is not None, "vitbench is installed editable here"
+    return names[0]
+
+
+#: issue 45's holes: installed libraries' functions that py: called because they were on no
+#: deny-list (module, attribute, the module to import to put a recorder in their place)
+LIBRARY_HOLES = [
+    ("sympy", "sympify"), ("sympy.parsing.sympy_parser", "parse_expr"), ("markdown", "markdownFromFile"),
+    ("fsspec", "open_files"), ("pip", "main"), ("pytest", "main"), ("jinja2.utils", "import_string"),
+    ("setuptools._distutils.spawn", "find_executable"), (None, "install"),
+]
+
+
+@pytest.mark.parametrize("module, attribute", LIBRARY_HOLES, ids=[m or "editable-finder" for m, _ in LIBRARY_HOLES])
+def test_an_installed_librarys_function_is_refused_before_its_module_is_imported(module, attribute, monkeypatch, capsys):
+    """A module this process has loaded gets a recorder in its function's place: before issue 45
+    ``py:`` found it in ``sys.modules`` and called the recorder. A module not loaded stays so.
+    Now the reference is refused from where the module's file lies: nothing imported or called."""
+    from vitbench.models.sources import py_factory
+
+    module = module or _editable_finder()
+    called, imported = [], []
+    loaded = module in sys.modules
+    if loaded:
+        monkeypatch.setattr(sys.modules[module], attribute, lambda *a, **k: called.append((a, k)))
+    monkeypatch.setattr(py_factory, "import_namespace", lambda *a: imported.append(a))
+    assert main(["analyze", "--img-size", "8", f"py:{module}:{attribute}+x=1"]) == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"vitbench: error: model='py:{module}:{attribute}': ") and "installed library's folder" in line, line
+    assert "nothing was imported" in line and called == [] and imported == []
+    assert (module in sys.modules) == loaded
+
+
+def test_sympify_with_a_shell_payload_runs_nothing(tmp_path, monkeypatch, capsys):
+    """The issue's first case, as an attacker gives it: the payload ran the shell before."""
+    marker = tmp_path / "X"
+    monkeypatch.chdir(tmp_path)
+    assert main(["analyze", "--img-size", "8", f"py:sympy:sympify+a=__import__('os').system('touch {marker}')"]) == 2
+    assert "'sympy' is in an installed library's folder" in _one_line(capsys)
+    assert not marker.exists()
+
+
+def test_a_user_file_re_exporting_sympify_is_imported_but_sympify_not_called(tmp_path, monkeypatch, capsys):
+    marker = tmp_path / "X"
+    (tmp_path / "mine.py").write_text("from sympy import sympify as f\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["analyze", "--img-size", "8", f"py:./mine.py:f+a=__import__('os').system('touch {marker}')"]) == 2
+    line = _one_line(capsys)
+    assert "is sympy.core.sympify.sympify, a function of the library 'sympy'" in line and "not called" in line, line
+    assert not marker.exists()
+
+
+def test_a_librarys_file_given_by_its_path_is_refused(tmp_path, capsys):
+    import sympy
+
+    marker = tmp_path / "X"
+    assert main(["analyze", "--img-size", "8", f"py:{sympy.__file__}:sympify+a=__import__('os').system('touch {marker}')"]) == 2
+    assert "installed library's folder" in _one_line(capsys)
+    assert not marker.exists()
+
+
+WRAPPERS = textwrap.dedent('''
+    import functools
+    import torch
+    from sympy import sympify
+
+    later = functools.partial(sympify, "1")
+    cached = functools.lru_cache(sympify)
+    method = torch.nn.Module().zero_grad
+    made = {}
+    exec("def f(img_size=8):\\n    return torch.nn.Conv2d(3, 3, 3)", {"torch": torch}, made)
+    made = made["f"]
+
+    @torch.no_grad()
+    def decorated(img_size=8):
+        return torch.nn.Conv2d(3, 3, 3)
+
+    @functools.lru_cache
+    def mine(img_size=8):
+        return torch.nn.Conv2d(3, 3, 3)
+
+    def inner(img_size=8):
+        return torch.nn.Conv2d(3, 3, 3)
+
+    mine_partial = functools.partial(inner, img_size=8)
+
+
+    class Disguised:  # says it wraps the user's function, but calling it runs sympify
+        __wrapped__ = inner
+        __call__ = staticmethod(sympify)
+
+
+    disguised = Disguised()
+''')
+
+
+@pytest.mark.parametrize("factory, message", [
+    ("later", "is sympy.core.sympify.sympify, a function of the library 'sympy'"),  # a partial, unwrapped
+    ("cached", "is sympy.core.sympify.sympify, a function of the library 'sympy'"),  # a C wrapper's __wrapped__
+    ("method", "is torch.nn.modules.module.Module.zero_grad, a function of the library 'torch'"),  # a bound method
+    ("made", "not in a file of its own"),  # exec'd: its code object names no file
+    ("decorated", "called through a wrapper whose code is in an installed library's folder"),
+    ("disguised", "called through a wrapper whose code is in an installed library's folder"),  # its class's __call__
+])
+def test_every_layer_of_what_is_called_must_be_the_users_code(factory, message, tmp_path, monkeypatch, capsys):
+    (tmp_path / "wrappers.py").write_text(WRAPPERS)
+    monkeypatch.chdir(tmp_path)
+    assert main(["analyze", "--img-size", "8", f"py:./wrappers.py:{factory}"]) == 2
+    line = _one_line(capsys)
+    assert message in line and "not called" in line, line
+
+
+@pytest.mark.parametrize("factory", ["mine", "mine_partial"])
+def test_the_users_own_function_behind_a_cache_or_a_partial_still_runs(factory, tmp_path, monkeypatch, capsys):
+    (tmp_path / "wrappers.py").write_text(WRAPPERS)
+    monkeypatch.chdir(tmp_path)
+    assert main(["analyze", "--img-size", "8", f"py:./wrappers.py:{factory}", "--format", "csv"]) == 0, capsys.readouterr().err
+
+
+def test_a_file_in_any_library_folder_or_another_pythons_standard_library_is_refused(tmp_path, capsys):
+    for folder in ("venv/lib/python3.9/site-packages/lib", "usr/lib/python3/dist-packages", "proj/__pypackages__/3.11/lib"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "m.py").write_text("def f():\n    raise SystemExit('imported')\n")
+        assert main(["analyze", f"py:{tmp_path / folder / 'm.py'}:f"]) == 2
+        assert "installed library's folder" in _one_line(capsys)
+    other = tmp_path / "opt" / "python3.8" / "lib" / "python3.8"
+    other.mkdir(parents=True)
+    for name in ("os.py", "_collections_abc.py", "shutil.py"):
+        (other / name).write_text("raise SystemExit('imported')\n")
+    assert main(["analyze", f"py:{other / 'shutil.py'}:rmtree+path={tmp_path}"]) == 2
+    assert "standard library" in _one_line(capsys)
+    assert (tmp_path / "opt").is_dir()
+
+
+def test_a_module_a_distribution_installed_outside_site_packages_is_refused(tmp_path, monkeypatch, capsys):
+    """``pip install --target vendor``: no site-packages in the path, but the installation's
+    RECORD names the file."""
+    from vitbench.models.sources import py_contract
+
+    vendor = tmp_path / "vendor"
+    (vendor / "vendored").mkdir(parents=True)
+    (vendor / "vendored" / "__init__.py").write_text("raise SystemExit('imported')\n")
+    info = vendor / "vendored-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vendored\nVersion: 1.0\n")
+    (info / "RECORD").write_text("vendored/__init__.py,,\nvendored-1.0.dist-info/METADATA,,\n")
+    monkeypatch.syspath_prepend(str(vendor))
+    py_contract._distribution_files.cache_clear()
+    try:
+        assert main(["analyze", "py:vendored:f"]) == 2
+        assert "'vendored' is a file of the installed distribution 'vendored'" in _one_line(capsys)
+        assert main(["analyze", f"py:{vendor / 'vendored' / '__init__.py'}:f"]) == 2
+        assert "installed distribution 'vendored'" in _one_line(capsys)
+    finally:
+        py_contract._distribution_files.cache_clear()
+    assert "vendored" not in sys.modules
+
+
+EDITABLE_FINDER = textwrap.dedent('''
+    # what setuptools writes for ``pip install -e`` (a table from names to the project's folders)
+    import sys
+    from importlib.machinery import PathFinder
+    from importlib.util import spec_from_file_location
+    from pathlib import Path
+
+    MAPPING = {"edproj": %r}
+
+
+    class _EditableFinder:
+        @classmethod
+        def find_spec(cls, fullname, path=None, target=None):
+            if fullname in MAPPING:
+                return spec_from_file_location(fullname, Path(MAPPING[fullname]) / "__init__.py")
+            parent, _, child = fullname.rpartition(".")
+            if parent in MAPPING:
+                return PathFinder.find_spec(fullname, path=[MAPPING[parent]])
+            return None
+
+
+    def install():
+        if _EditableFinder not in sys.meta_path:
+            sys.meta_path.append(_EditableFinder)
+''')
+
+
+def test_an_editable_install_of_the_users_project_is_theirs_and_its_finder_is_not(tmp_path, monkeypatch, capsys):
+    """The decision (docs/models.md): ``pip install -e .`` of the user's project leaves its files
+    in their folder, found through the install's finder: their code, allowed; the finder module
+    itself is in site-packages: refused, its ``install`` never called."""
+    import importlib
+
+    project = tmp_path / "project" / "src" / "edproj"
+    project.mkdir(parents=True)
+    (project / "__init__.py").write_text("")
+    (project / "models.py").write_text("from torch import nn\n\ndef build(img_size=8):\n    return nn.Conv2d(3, 3, 3)\n")
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "__editable___edproj_0_1_finder.py").write_text(EDITABLE_FINDER % str(project))
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    for name in ("edproj", "edproj.models", "__editable___edproj_0_1_finder"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    try:
+        importlib.import_module("__editable___edproj_0_1_finder").install()  # what its .pth does at start-up
+        assert main(["analyze", "py:edproj.models:build", "--img-size", "8", "--format", "csv"]) == 0, capsys.readouterr().err
+        capsys.readouterr()
+        assert main(["analyze", "py:__editable___edproj_0_1_finder:install"]) == 2
+        assert "'__editable___edproj_0_1_finder' is in an installed library's folder" in _one_line(capsys)
+    finally:
+        for name in ("edproj", "edproj.models", "__editable___edproj_0_1_finder"):
+            sys.modules.pop(name, None)
+
+
+def test_the_static_check_walks_folders_and_imports_no_package(tmp_path, monkeypatch):
+    """``importlib.util.find_spec('a.b')`` imports ``a`` (running its ``__init__``); the check
+    finds ``a``'s spec alone and ``b`` by walking ``a``'s folders."""
+    import importlib.util
+
+    from vitbench.models.sources.py_factory import check_reference
+
+    (tmp_path / "walked").mkdir()
+    (tmp_path / "walked" / "__init__.py").write_text("import pathlib\npathlib.Path(__file__).with_name('ran').write_text('')\n")
+    (tmp_path / "walked" / "sub.py").write_text("def build():\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert check_reference("py:walked.sub:build", "walked.sub:build", {}) == str(tmp_path / "walked" / "sub.py")
+    assert importlib.util.find_spec("walked") is not None
+    assert "walked" not in sys.modules and not (tmp_path / "walked" / "ran").exists()
+    with pytest.raises(SpecError, match=r"No module named 'walked.nosuch' \(looked for its file, nothing imported\)"):
+        check_reference("py:walked.nosuch:build", "walked.nosuch:build", {})
+    assert "walked" not in sys.modules
+    monkeypatch.delitem(sys.modules, "walked", raising=False)
+    importlib.util.find_spec("walked.sub")  # what the check must not do: it runs the package
+    assert (tmp_path / "walked" / "ran").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["analyze", "py:./mine.py:build", "nosuchmodel"],
+    ["analyze", "py:./mine.py:build", "py:sympy:sympify"],
+    ["analyze", "py:./mine.py:build", "py:./missing.py:build"],
+    ["analyze", "py:./mine.py:build", "timm:nosuch_model_xyz"],
+    ["plan", "py:./mine.py:build", "nosuchmodel", "--batch-size", "1"],
+    ["predict", "py:./mine.py:build", "nosuchmodel", "--device", "h100"],
+    ["profile", "py:./mine.py:build", "nosuchmodel"],
+    ["validate", "py:./mine.py:build", "nosuchmodel"],
+    ["sweep", "--model", "py:./mine.py:build,nosuchmodel", "--out", "{tmp}/s"],
+    ["sweep", "--model", "py:./mine.py:build,py:pip:main", "--out", "{tmp}/s"],
+])
+def test_every_model_is_checked_before_the_first_user_module_is_imported(argv, factory_dir, capsys):
+    assert main([a.format(tmp=factory_dir) for a in argv]) == 2
+    line = _one_line(capsys)
+    assert "nosuch" in line or "sympy" in line or "missing.py" in line or "pip" in line, line
+    assert not (factory_dir / "imported.txt").exists()
+
+
+def test_resolve_all_checks_every_reference_first(factory_dir):
+    from vitbench.models.references import check_before_import, resolve_all
+
+    with pytest.raises(Exception, match="nosuchmodel"):
+        resolve_all(["py:./mine.py:build", "mnist-vit", "nosuchmodel"], {"img_size": 8})
+    with pytest.raises(Exception, match="nosuchmodel"):
+        check_before_import(["py:./mine.py:build", "nosuchmodel"])
+    assert not (factory_dir / "imported.txt").exists()
+    targets = resolve_all(["mnist-vit", "py:./mine.py:build", "cifar-vit/4"], {"depth": ["1", "2"], "img_size": 32})
+    assert [t.name for t in targets] == ["mnist-vit"] * 2 + ["py:./mine.py:build"] * 2 + ["cifar-vit/4"] * 2
+    assert (factory_dir / "imported.txt").exists()

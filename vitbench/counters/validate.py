@@ -44,10 +44,10 @@ def default_resolutions(spec: ModelSpec) -> list[tuple[int, int]]:
 
 def _targets(models: Iterable[Any] | None, resolutions) -> list[Target]:
     """Every (model, resolution) to check."""
-    from vitbench.models.references import resolve
+    from vitbench.models.references import check_before_import, resolve
     from vitbench.presets import list_presets
 
-    models = list(models) if models else [p.name for p in list_presets()]
+    models = check_before_import(models) if models else [p.name for p in list_presets()]  # all, before a py: import
     sizes = [(r, r) if isinstance(r, int) else tuple(r) for r in resolutions] if resolutions else None
     targets = []
     for model in models:

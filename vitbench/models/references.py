@@ -212,25 +212,69 @@ def _fixed_size(target: Target, input_size: Any) -> Target:
     return target
 
 
+def _is_py(model: Any) -> bool:
+    return isinstance(model, ModelRef) and model.source == "py"
+
+
+def check_py(model: ModelRef) -> None:
+    """A ``py:`` reference checked from its text and the file system (syntax, the file exists,
+    the allow-list of :mod:`vitbench.models.sources.py_contract`), nothing imported."""
+    from vitbench.models.sources.py_factory import check_reference
+
+    check_reference(model.reference, model.name, model.typed_args())
+
+
+def check_before_import(models: Iterable[Any]) -> list[Any]:
+    """Every model of a command checked before the first ``py:`` module is imported: each parsed
+    (references as :class:`ModelRef`, returned in order), each ``py:`` one checked by
+    :func:`check_py`, and, when there is one, every other model resolved (library code only:
+    an unknown preset or name is refused before any user module runs)."""
+    parsed = [model_ref(m) if isinstance(m, str) else m for m in models]
+    if any(_is_py(m) for m in parsed):
+        for model in parsed:
+            if _is_py(model):
+                check_py(model)
+            else:
+                resolve(model)
+    return parsed
+
+
+def _resolve_one(model: Any, overrides: dict[str, Any], combinations: list[dict[str, Any]], input_size: Any) -> tuple[list[Target], set[str]]:
+    """One model: a Target per combination of the list-valued overrides that apply to it, and
+    the names that applied."""
+    from vitbench.specs import override_combinations
+
+    applied: set[str] = set()
+    first = resolve(model, combinations[0], input_size=input_size, used=applied)
+    alternatives = override_combinations({k: v for k, v in overrides.items() if k in applied})
+    return [first, *(resolve(model, c, input_size=input_size) for c in alternatives[1:])], applied
+
+
 def resolve_all(models: Iterable[Any], overrides: Mapping[str, Any] | None = None, *, input_size: Any = None) -> list[Target]:
     """Several models with the same overrides. An override given as a ``list`` holds
     alternatives: one Target per combination of the overrides that apply to the model. An
     override that applies to none of the models is an error (it would otherwise be silently
-    ignored)."""
+    ignored).
+
+    In two passes, so that no user code runs before every model is checked: first every ``py:``
+    reference is checked without being imported (:func:`check_py`) and every other model is
+    resolved (library code); then the ``py:`` references are imported and built."""
     from vitbench.specs import override_combinations
 
     overrides = dict(overrides or {})
     combinations = override_combinations(overrides)
-    used: set[str] = set()
-    targets: list[Target] = []
-    for model in models:
-        model = model_ref(model) if isinstance(model, str) else model  # parsed once, for every alternative
-        applied: set[str] = set()
-        first = resolve(model, combinations[0], input_size=input_size, used=applied)
-        alternatives = override_combinations({k: v for k, v in overrides.items() if k in applied})
-        targets.append(first)
-        targets += [resolve(model, c, input_size=input_size) for c in alternatives[1:]]
-        used |= applied
+    parsed = [model_ref(m) if isinstance(m, str) else m for m in models]  # parsed once, for every alternative
+    done: dict[int, tuple[list[Target], set[str]]] = {}
+    for index, model in enumerate(parsed):
+        if _is_py(model):
+            check_py(model)
+        else:
+            done[index] = _resolve_one(model, overrides, combinations, input_size)
+    for index, model in enumerate(parsed):
+        if index not in done:
+            done[index] = _resolve_one(model, overrides, combinations, input_size)
+    targets = [t for index in range(len(parsed)) for t in done[index][0]]
+    used = set().union(*(applied for _, applied in done.values()))
     for name, value in overrides.items():
         if name not in used:
             kinds = sorted({t.spec.kind if t.source in ("preset", "spec") else t.source for t in targets})
@@ -240,6 +284,6 @@ def resolve_all(models: Iterable[Any], overrides: Mapping[str, Any] | None = Non
 
 
 __all__ = [
-    "REFERENCE_SOURCES", "SOURCES", "ModelRef", "Target", "model_ref", "overrides_taken", "parse_reference", "parse_value",
-    "resolve", "resolve_all", "resolve_ref",
+    "REFERENCE_SOURCES", "SOURCES", "ModelRef", "Target", "check_before_import", "check_py", "model_ref", "overrides_taken",
+    "parse_reference", "parse_value", "resolve", "resolve_all", "resolve_ref",
 ]

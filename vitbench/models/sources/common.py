@@ -62,7 +62,7 @@ def class_parameters(cls: type) -> set[str]:
 
 def typed(value: Any) -> Any:
     """Override values arrive as text from the command line: parse them like reference values."""
-    from vitbench.models.references import parse_value
+    from vitbench.specs.model_ref import parse_value
 
     return parse_value(value) if isinstance(value, str) else value
 

@@ -9,13 +9,18 @@ parameters (``--img-size`` also sets the input size). Input size:
 
 What runs, and when, is :mod:`vitbench.models.sources.py_contract`'s contract: nothing of the
 user's is imported before the reference passes its checks from the text alone, nor called
-before the factory passes its own.
+before the factory passes its own. Which keyword parameters a factory takes (for a sweep's
+grid ids) is read from its source with :mod:`ast` when the factory is a plain top-level ``def``
+(or a class with its own ``__init__``) of the module's file, without importing it
+(:func:`static_parameters`); else from its signature once imported.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
+import os
 import re
 from typing import Any
 
@@ -26,7 +31,6 @@ from vitbench.models.sources.py_contract import (
     check_import_allowed,
     check_module,
     check_static,
-    static_parameters,
 )
 from vitbench.models.target import input_size_of, no_network, unknown
 
@@ -38,7 +42,6 @@ def import_namespace(reference: str, module_path: str) -> Any:
     """The module a ``py:`` reference names: a dotted module importable from ``sys.path`` or,
     failing that, from the current directory (``vitbench`` run as a console script does not
     put it on the path); or a ``.py`` file by its path (relative to the current directory)."""
-    import os
     import sys
 
     check_import_allowed(reference)
@@ -86,15 +89,16 @@ def _split(reference: str, name: str) -> tuple[str, str]:
     return module_path, attribute
 
 
-def check_reference(reference: str, name: str, kwargs: dict[str, Any]) -> str | None:
+def check_reference(reference: str, name: str, kwargs: dict[str, Any]) -> str:
     """Everything a ``py:`` reference's text and the file system tell, imported nothing: its
-    syntax, a module that is not the standard library's or vitbench's and exists, no download
-    asked for. Returns the module's source file when found without importing."""
-    module_path, _ = _split(reference, name)
+    syntax, a module that exists and is the user's own code (the allow-list of
+    :func:`~vitbench.models.sources.py_contract.check_static`), no download asked for. Returns
+    the module's source file."""
+    module_path, attribute = _split(reference, name)
     for key in ("pretrained", "weights"):  # the usual names for downloaded weights
         if kwargs.get(key) not in (None, False):
             raise no_network(reference, f"{key}={kwargs[key]}")
-    return check_static(reference, module_path)
+    return check_static(reference, module_path, attribute)
 
 
 def _factory(reference: str, name: str, kwargs: dict[str, Any]) -> Any:
@@ -111,6 +115,62 @@ def _factory(reference: str, name: str, kwargs: dict[str, Any]) -> Any:
         raise unknown(reference, f"factory in {module_path}", public, f"py:{module_path}:", attribute)
     check_factory(reference, factory)
     return factory
+
+
+# --- the factory's parameters, read from its source ------------------------------------------
+def _names(arguments: ast.arguments, skip_first: bool) -> set[str]:
+    positional = list(arguments.args)
+    if skip_first and (arguments.posonlyargs or positional):
+        if arguments.posonlyargs:
+            return {a.arg for a in positional} | {a.arg for a in arguments.kwonlyargs}
+        positional = positional[1:]
+    return {a.arg for a in positional} | {a.arg for a in arguments.kwonlyargs}
+
+
+def _bound_names(node: ast.stmt) -> set[str]:
+    """Names a top-level statement (other than a def or class) binds."""
+    names: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            names.add(sub.id)
+        elif isinstance(sub, ast.alias):
+            names.add((sub.asname or sub.name).split(".")[0])
+    return names
+
+
+def static_parameters(path: str | None, attribute: str) -> set[str] | None:
+    """The keyword parameters of ``attribute`` in the module file ``path`` as its source says:
+    a top-level ``def`` without decorators (or a class with its own undecorated ``__init__``
+    that takes no ``**kwargs``), bound once; None when only its signature once imported can
+    tell (the name bound twice, decorated, imported from elsewhere, no such file)."""
+    if not path or not path.endswith(".py") or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as handle:
+            source = handle.read(2_000_001)
+        if len(source) > 2_000_000:
+            return None
+        tree = ast.parse(source)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    found = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == attribute:
+                found.append(node)
+        elif attribute in _bound_names(node):
+            return None
+    if len(found) != 1 or found[0].decorator_list:
+        return None
+    node = found[0]
+    if isinstance(node, ast.AsyncFunctionDef):
+        return None
+    if isinstance(node, ast.FunctionDef):
+        return _names(node.args, skip_first=False)
+    inits = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
+    if len(inits) != 1 or inits[0].decorator_list or inits[0].args.kwarg is not None:
+        return None
+    return _names(inits[0].args, skip_first=True)
 
 
 def _taken(factory: Any, overrides: dict[str, Any]) -> set[str]:
