@@ -6,9 +6,12 @@ status, env_*, throughput_img_s, latency_p50_s / p90, peak_memory_bytes, runs, r
 JSON list of per-run medians), samples_s and warnings. Every row is its own configuration (the
 model's name and batch size vary), so nothing pools.
 
-    python benchmarks/big_results.py OUT.csv ROWS
+    python benchmarks/big_results.py OUT.csv ROWS [--distinct-names]
 
-writes ROWS rows to OUT.csv (about 420 bytes a row: 10^6 rows are ~420 MB).
+writes ROWS rows to OUT.csv (about 420 bytes a row: 10^6 rows are ~420 MB). The model names
+repeat every 1,000 rows (``mnist-vit-d0`` .. ``mnist-vit-d999``; the batch size tells the rows
+apart); ``--distinct-names``: every row has its own model name (``mnist-vit-r<i>``, batch sizes
+repeating), the high-cardinality label column of issue 45.
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ MEASURED = ("device", "mode", "precision", "status", "env_torch", "env_cpu", "en
             "latency_p50_s", "latency_p90_s", "peak_memory_bytes", "runs", "run_medians_s", "samples_s", "warnings")
 
 
-def write(path: str | Path, rows: int, header: list[str] | None = None, row: list[str] | None = None) -> int:
-    """Write ``rows`` rows to ``path`` (streamed, 10,000 rows a block); returns the file's bytes."""
+def write(path: str | Path, rows: int, header: list[str] | None = None, row: list[str] | None = None, *,
+          distinct_names: bool = False) -> int:
+    """Write ``rows`` rows to ``path`` (streamed, 10,000 rows a block); returns the file's bytes.
+    ``distinct_names``: each row its own model name (see the module's notes)."""
     if header is None or row is None:
         header, row = analyze_row()
     where = {name: i for i, name in enumerate(header)}
@@ -44,8 +49,12 @@ def write(path: str | Path, rows: int, header: list[str] | None = None, row: lis
             block = []
             for i in range(start, min(rows, start + 10_000)):
                 cells = list(row)
-                cells[where["model"]] = f"mnist-vit-d{i % 1000}"
-                batch = i // 1000 + 1
+                if distinct_names:
+                    cells[where["model"]] = f"mnist-vit-r{i}"
+                    batch = i % 1000 + 1
+                else:
+                    cells[where["model"]] = f"mnist-vit-d{i % 1000}"
+                    batch = i // 1000 + 1
                 cells[where["batch_size"]] = str(batch)
                 cells[where["macs"]] = str(int(row[where["macs"]]) * batch)
                 step = 0.0004 * (1 + (i * 7919 % 100_003) / 1e6)  # every row its own timings
@@ -59,4 +68,5 @@ def write(path: str | Path, rows: int, header: list[str] | None = None, row: lis
 
 
 if __name__ == "__main__":
-    print(write(sys.argv[1], int(sys.argv[2])))
+    args = [a for a in sys.argv[1:] if a != "--distinct-names"]
+    print(write(args[0], int(args[1]), distinct_names="--distinct-names" in sys.argv[1:]))

@@ -44,6 +44,9 @@ def test_a_grid_need_not_be_square_but_must_be_full():
 
 @pytest.mark.parametrize("change, message", [
     (dict(threads=True), "threads=True: must be a positive integer"),
+    (dict(device="cuda"), "device='cuda': a CPU calibration is for device 'cpu' (a GPU is priced by the GPU model)"),
+    (dict(device="h100"), "device='h100': a CPU calibration is for device 'cpu' (a GPU is priced by the GPU model)"),
+    (dict(device="CPU\n"), "device='CPU\\n': a CPU calibration is for device 'cpu' (a GPU is priced by the GPU model)"),
     (dict(overhead_s=0), "overhead_s=0: must be a positive number"),
     (dict(gemm={}), "gemm: needs rates for at least one dtype"),
     (dict(gemm={"float32": [[1, 1, 1]]}), "gemm['float32']: needs rows of [m, k, n, macs_per_s], all positive"),

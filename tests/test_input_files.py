@@ -429,7 +429,7 @@ def test_a_trace_cache_entry_that_is_a_fifo_or_a_bomb_is_ignored(tmp_path, monke
     monkeypatch.setattr(trace_cache, "MAX_ENTRY_BYTES", 1000)
     (tmp_path / "b.json.gz").write_bytes(gzip.compress(b" " * 100_000))  # 100 kB unpacked from a few hundred bytes
     assert (tmp_path / "b.json.gz").stat().st_size < 1000 and trace_cache.read("b") is None
-    good = {"format": trace_cache.FORMAT, "key": "c", "ops": []}
+    good = {"format": trace_cache.FORMAT, "key": "c", "ops": [], "sha256": trace_cache.checksum("c", [])}
     (tmp_path / "c.json.gz").write_bytes(gzip.compress(json.dumps(good).encode()))
     assert trace_cache.read("c") == []
 

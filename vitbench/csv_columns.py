@@ -233,29 +233,54 @@ def _stream(handle: Any, names: list[str], accumulator: Any) -> dict[str, Any]:
 
 
 class _Distinct:
-    """A column's distinct cells (at most ``limit``) and each row's index among them."""
+    """A column's distinct cells (at most ``limit``) and each row's index among them. A text
+    column of more (10^6 distinct model names, issue 45) is kept as Arrow strings from then on
+    (``chunks``) and dictionary-encoded by Arrow once, at the end: no Python dict of every cell."""
 
     def __init__(self, name: str, limit: int) -> None:
         self.name, self.limit = name, limit
         self.index: dict[str, int] = {}
         self.codes: list[np.ndarray] = []
         self.overflowed = False
+        self.chunks: list[Any] | None = None
 
     def add(self, cells: Any) -> None:
         import pyarrow.compute as pc
 
         if self.overflowed:
             return
+        if self.chunks is not None:
+            self.chunks.append(cells)
+            return
         encoded = pc.dictionary_encode(cells)
         index = self.index
         mapping = np.array([index.setdefault(cell, len(index)) for cell in encoded.dictionary.to_pylist()] or [0],
                            dtype=np.int32)
-        if len(index) > self.limit and not (_text_named(self.name) or self.name == "batch_size"):
-            self.overflowed, self.index, self.codes = True, {}, []
+        if len(index) > self.limit and self.name != "batch_size":
+            if _text_named(self.name):
+                self._to_arrow(cells)
+            else:
+                self.overflowed, self.index, self.codes = True, {}, []
             return
         self.codes.append(mapping[encoded.indices.to_numpy(zero_copy_only=False)])
 
+    def _to_arrow(self, cells: Any) -> None:  # the rows so far, from their codes, then ``cells``
+        import pyarrow as pa
+
+        before = np.concatenate(self.codes) if self.codes else np.zeros(0, np.int32)
+        self.chunks = [pa.array(list(self.index), pa.string()).take(pa.array(before)), cells]
+        self.index, self.codes = {}, []
+
     def column(self) -> Column | None:
+        if self.chunks is not None:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            encoded = pc.dictionary_encode(pa.concat_arrays([pa.array(c, pa.string()) for c in self.chunks]))
+            self.chunks = None
+            codes, distinct = encoded.indices.to_numpy(zero_copy_only=False), encoded.dictionary.to_pylist()
+            del encoded
+            return _many_texts(self.name, distinct, codes)
         codes = np.concatenate(self.codes) if self.codes else np.zeros(0, np.int32)
         return _by_distinct(self.name, list(self.index), codes)
 
@@ -399,6 +424,18 @@ def _text_named(name: str) -> bool:
     """Columns the record reader reads as text whatever they hold."""
     return name in ("id", "model") or name.startswith(csv_records._TEXT_PREFIXES) \
         or name.endswith(csv_records._TEXT_SUFFIXES)
+
+
+def _many_texts(name: str, distinct: list[str], indices: np.ndarray) -> Column | None:
+    """A text column of many distinct cells as :func:`_by_distinct` types it, when no cell may
+    read as a list: a present cell's value is then the cell itself (``csv_records._list_or_text``),
+    distinct cells distinct values; a missing cell (``""``, ``nan``... stripped) is None."""
+    if any(c.lstrip()[:1] == "[" for c in distinct):
+        return _by_distinct(name, distinct, indices)  # a cell that may be a list: the record reader's own typing
+    present = np.fromiter((c.strip() not in csv_records._MISSING_TEXT for c in distinct), bool, len(distinct))
+    code_of = np.append(np.where(present, np.cumsum(present) - 1, -1), -1).astype(np.int32)
+    values = tuple(distinct) if present.all() else tuple(c for c, keep in zip(distinct, present.tolist()) if keep)
+    return Column("values", None, codes=code_of[indices.astype(np.int64)], values=values)
 
 
 def _by_distinct(name: str, distinct: list[str], indices: np.ndarray) -> Column | None:

@@ -46,6 +46,7 @@ CODES: dict[str, str] = {
     "calibration-refused": "prediction",  # a cached calibration could not be used
     "calibration-not-saved": "prediction",
     "trace-misses-work": "prediction",  # the traced step has fewer MACs than the count (a fused fast path)
+    "trace-cache-refused": "prediction",  # a damaged trace-cache entry was refused and the step traced again
     "gpu-unpriced-kernels": "prediction",  # kernels the GPU cost model prices far from what cuBLAS / cuDNN run
     "cost-from-inference": "cost",      # a training cost from an inference step
     "legacy": "legacy",                 # a plain-text warning of results written before codes

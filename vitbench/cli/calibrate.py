@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 from vitbench.cli.common import add_format_argument, choice_list, emit, thread_count
 from vitbench.cli.progress import Steps, add_quiet_argument
@@ -56,19 +58,95 @@ def run(args) -> int:
 
 
 def _save_and_emit(args, calibration, save, summary) -> int:
-    """Save ``calibration`` to the cache (and ``--save FILE``), print its summary row."""
-    from pathlib import Path
+    """Save ``calibration`` to the cache (and ``--save FILE``), print its summary row.
 
-    paths = [save(calibration)]
-    if args.save:
-        paths.append(save(calibration, args.save))
+    Finished work is never lost (issue 45): a file that cannot be written (a full disk, a file
+    where the cache folder should be) costs neither the row nor the calibration. It is kept in
+    ``--save``, else in a fallback file in the temporary folder that the error names, else (no
+    file at all could be written) printed whole in the row's ``calibration`` field; the failure
+    is then one line, exit 2, after the row is printed."""
+    from vitbench.errors import OutputFileError
+
+    written, failures = _keep(args, calibration, save)
+    kept = written.get("the cache") or written.get("--save") or written.get("fallback")
     row = summary(calibration)
-    row["path"] = str(paths[0])
-    row["file_bytes"] = Path(paths[0]).stat().st_size
-    if args.save:
-        row["saved_to"] = str(paths[1])
-    emit(args, [row])
+    row["path"] = str(kept) if kept else None
+    row["file_bytes"] = _size(kept)
+    if "--save" in written:
+        row["saved_to"] = str(written["--save"])
+    if kept is None:
+        row["calibration"] = json.loads(calibration.to_json())
+    try:
+        emit(args, [row])
+    except OutputFileError as exc:
+        where = f"it is kept in {str(kept)!r}" if kept else "it was not saved anywhere"
+        raise OutputFileError(f"{exc}; the calibration is finished: {where}") from None
+    if failures:
+        raise OutputFileError(f"calibrate: the calibration was {' nor '.join(failures)}; {_where(written)}")
     return 0
+
+
+def _keep(args, calibration, save) -> tuple[dict[str, Path], list[str]]:
+    """Where the calibration was written (``the cache``, ``--save``, ``fallback``: the path) and
+    what could not be written (one phrase each). The fallback only when the cache or --save
+    failed and no --save holds it."""
+    from vitbench.errors import OutputFileError
+
+    written: dict[str, Path] = {}
+    failures: list[str] = []
+    for field, path in (("the cache", None), ("--save", args.save)):
+        if field == "--save" and not path:
+            continue
+        try:
+            written[field] = Path(save(calibration, path))
+        except (OSError, OutputFileError) as exc:
+            reason = str(exc) if isinstance(exc, OutputFileError) else (exc.strerror or type(exc).__name__)
+            failures.append(f"not saved to {field} ({reason})" if not failures else f"to {field} ({reason})")
+    if failures and "--save" not in written:
+        fallback = _fallback(calibration)
+        if fallback is not None:
+            written["fallback"] = fallback
+    return written, failures
+
+
+def _fallback(calibration) -> Path | None:
+    """A new file in the temporary folder (``vitbench-calibration-XXXXXXXX.json``) holding the
+    calibration, or None when even that cannot be written."""
+    import contextlib
+    import os
+    import tempfile
+
+    from vitbench.errors import OutputFileError
+    from vitbench.results import atomic_write_text
+
+    try:
+        fd, name = tempfile.mkstemp(prefix="vitbench-calibration-", suffix=".json")  # a new name, never a user's file
+    except OSError:
+        return None
+    os.close(fd)
+    try:
+        atomic_write_text(name, calibration.to_json() + "\n", field="fallback")
+    except (OSError, OutputFileError):
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        return None
+    return Path(name)
+
+
+def _where(written: dict[str, Path]) -> str:
+    for field in ("--save", "fallback"):
+        if field in written:
+            path = str(written[field])
+            return (f"it is kept in {path!r} (give it to `vitbench predict --calibration FILE`, or run calibrate "
+                    "again once the cache can be written)")
+    return "no file could be written: the calibration is printed in full (the row's calibration field)"
+
+
+def _size(path: Path | None) -> int | None:
+    try:
+        return path.stat().st_size if path else None
+    except OSError:
+        return None
 
 
 def _run_cuda(args) -> int:

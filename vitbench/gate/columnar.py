@@ -242,26 +242,36 @@ class _Comparison:
 
     def _label_code(self, side: _Side, keys: tuple[str, ...]) -> np.ndarray:
         """Each row's label as one int64, equal where the labels' texts are: from ids of its parts,
-        and where a part may be empty or hold a space (two tuples of parts, one text), from the
-        texts themselves."""
-        tables: list[dict[str, int]] = []
+        and where a part a row uses may be empty or hold a space (two tuples of parts, one text),
+        from the texts, joined once per distinct tuple (10^6 distinct model names: a join each,
+        not a record each)."""
+        specs: list[tuple[str, Any]] = [("model", str), ("img_size", lambda v: "" if is_missing(v) else f"{key_text(v)}px")]
+        if "batch_size" in keys:
+            specs.append(("batch_size", lambda v: f"b{key_text(v)}"))
+        specs += [(k, key_text) for k in ("device", "mode", "precision") if k in keys]
+        tables: list[dict[str, int]] = [{} for _ in specs]
+        ambiguous = False
 
         def parts() -> Iterator[np.ndarray]:
-            specs = [("model", str), ("img_size", lambda v: "" if is_missing(v) else f"{key_text(v)}px")]
-            if "batch_size" in keys:
-                specs.append(("batch_size", lambda v: f"b{key_text(v)}"))
-            specs += [(k, key_text) for k in ("device", "mode", "precision") if k in keys]
-            for name, text in specs:
-                tables.append({})
-                yield _text_ids(side.column(name), side.n, tables[-1], text=text)
+            nonlocal ambiguous
+            for (name, text), table in zip(specs, tables):
+                ids = _text_ids(side.column(name), side.n, table, text=text)
+                if not ambiguous:  # only the texts rows use: a missing cell's text is in every table
+                    used = np.flatnonzero(np.bincount(ids, minlength=len(table)))
+                    texts = list(table)
+                    ambiguous = any(texts[i] == "" or " " in texts[i] for i in used.tolist())
+                yield ids
 
         code = _combine(parts(), side.n)
-        if not any(t == "" or " " in t for table in tables for t in table):
+        if not ambiguous:
             return code
         _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+        texts = [list(table) for table in tables]
+        at_first = [_text_ids(side.column(name), side.n, table, text=text)[first].tolist()
+                    for (name, text), table in zip(specs, tables)]
         by_text: dict[str, int] = {}
-        ids = np.array([by_text.setdefault(self.label(side, int(row), False), len(by_text)) for row in first],
-                       dtype=np.int64)
+        ids = np.array([by_text.setdefault(" ".join(t for t in map(list.__getitem__, texts, row) if t), len(by_text))
+                        for row in zip(*at_first)], dtype=np.int64)
         return ids[inverse.reshape(-1)]
 
     def label(self, side: _Side, row: int, clashing: bool) -> str:

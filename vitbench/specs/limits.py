@@ -14,6 +14,16 @@ from typing import Any
 #: blocks (ViT depth, ResNet blocks, CNN stages) that tracing (the counters, the time model)
 #: builds at most: a trace stays under about half a minute
 MAX_TRACED_BLOCKS = 2000
+#: blocks a whole step's trace (``predict``, a sweep's predict stage: the forward and, training,
+#: the backward and the optimizer, on fake tensors) builds at most (issue 45: `predict vit-b/16
+#: --depth 2000`, inside MAX_TRACED_BLOCKS, ran 37-63 s and reached 7.2 GB on one machine). Time
+#: grows with the traced operators, not the weights (they are never allocated for real, see
+#: :func:`vitbench.counters.limits.trace_refusal`). Measured on a busy 2-core machine (CPU
+#: seconds of the whole command, about 4 s of them starting Python and torch): ViT-B/16 at 250
+#: blocks 15.5 s training; at 500 blocks 11.5 s inference, 29.7 s training; at 2,000 blocks,
+#: 54-63 s inference, 0.93 GB. 256 keeps a step of the deepest real networks (ResNet-152 is
+#: 50 blocks, ViT-22B 48) five times over, and its trace to about 10 s on an idle machine
+MAX_STEP_TRACED_BLOCKS = 256
 #: blocks the memory replay (``plan``) steps through at most: a few seconds
 MAX_REPLAYED_BLOCKS = 10_000
 #: blocks of a ResNet at most: its formulas walk every block (100,000 take about 5 s; 10^8 hung
@@ -42,4 +52,4 @@ def too_many_blocks(spec: Any, limit: int, what: str) -> str | None:
     return f"{what} would step through all {count:,} blocks; it takes at most {limit:,} (the analytic figures stand)"
 
 
-__all__ = ["MAX_REPLAYED_BLOCKS", "MAX_TRACED_BLOCKS", "MAX_WALKED_BLOCKS", "blocks", "too_many_blocks"]
+__all__ = ["MAX_REPLAYED_BLOCKS", "MAX_STEP_TRACED_BLOCKS", "MAX_TRACED_BLOCKS", "MAX_WALKED_BLOCKS", "blocks", "too_many_blocks"]

@@ -7,9 +7,19 @@ SHA-256 of exactly those. Pricing it for a device is then microseconds per opera
 
 Only models named by a reference that always builds the same module are cached (presets and
 ``torchvision:``, ``timm:``, ``hf:`` references); ``py:`` factories and live modules can
-change between runs and are traced every time. A cache entry that cannot be read (damaged,
-truncated, another format, not a regular file) is ignored and traced again; one that cannot be
-written is skipped: the cache never costs a prediction.
+change between runs and are traced every time. One that cannot be written is skipped: the
+cache never costs a prediction.
+
+An entry is read like any input (issue 45: caches validated like inputs), never trusted: through
+the one gate (:func:`~vitbench.input_files.read_input_bytes`: a regular file, its size capped),
+unpacked to a bound, parsed by :func:`~vitbench.input_files.load_json` with bounded integers
+(19 digits: every count below 2^62) and nesting, then checked field by field: exactly the keys
+``format``, ``key``, ``ops``, ``sha256``; each operator eight fields of the right type (text is
+not a number, a bool is not a count), counts from 0 to :data:`MAX_COUNT`, a shape of 0 or 3
+sizes, a known component and torch dtype; and ``sha256``, the SHA-256 of the canonical payload
+(:func:`checksum`), must match. An entry that fails any check (damaged, truncated, tampered,
+another format, without a checksum) is stale: it is traced again with a one-line warning on
+a warning in the rows and written back, never priced.
 
 Files: ``<cache>/traces/<key>.json.gz`` (:func:`trace_dir`; ``$VITBENCH_TRACE_DIR`` moves
 them), a few KB each.
@@ -22,17 +32,23 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import zlib
 from pathlib import Path
 from typing import Any
 
 from vitbench.timemodel.ops import Op
 
-#: bumped whenever the traced operators or their fields change meaning
-FORMAT = 2
+#: bumped whenever the traced operators or their fields change meaning (3: the checksum)
+FORMAT = 3
 #: a cache entry larger than this is not read (a trace of 10^5 operators is about 2 MB)
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 CACHED_SOURCES = ("preset", "spec", "torchvision", "timm", "hf")
+#: the largest count an operator may carry (MACs, bytes, a size): the tracing limit is 2^62 MACs a step
+MAX_COUNT = 2**62
+#: an operator's or kernel's name: an aten name or a calibration entry's
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
+_ENTRY_KEYS = frozenset({"format", "key", "ops", "sha256"})
 
 
 def trace_dir() -> Path:
@@ -78,27 +94,127 @@ def cache_key(target: Any, batch: int, mode: str, precision: str, optimizer: str
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:40]
 
 
+class StaleEntry(ValueError):
+    """A cache entry that is not a valid trace of its key; the message says why (one line)."""
+
+
+def checksum(key: str, ops: list) -> str:
+    """SHA-256 of an entry's canonical payload (its format, key and operators as JSON with
+    sorted keys and no spaces): what ``sha256`` in the entry must be."""
+    payload = json.dumps({"format": FORMAT, "key": key, "ops": ops}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _dtypes() -> frozenset[str]:
+    import torch
+
+    return frozenset(str(v).replace("torch.", "") for v in vars(torch).values() if isinstance(v, torch.dtype))
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= MAX_COUNT
+
+
+def _op(values: Any, dtypes: frozenset[str]) -> Op:
+    """One operator from its eight JSON fields, checked; StaleEntry naming the first that is wrong."""
+    from vitbench.timemodel.ops import COMPONENTS
+
+    if not isinstance(values, list) or len(values) != 8:
+        raise StaleEntry("an operator is not a list of 8 fields")
+    name, component, macs, moved, shape, dtype, kernel, aliases = values
+    checks = (
+        ("name", isinstance(name, str) and _NAME.fullmatch(name)), ("component", component in COMPONENTS),
+        ("macs", _count(macs)), ("bytes", _count(moved)),
+        ("shape", isinstance(shape, list) and len(shape) in (0, 3) and all(_count(d) for d in shape)),
+        ("dtype", isinstance(dtype, str) and dtype in dtypes),
+        ("kernel", isinstance(kernel, str) and (kernel == "" or _NAME.fullmatch(kernel))),
+        ("aliases", type(aliases) is int and aliases in (0, 1)),
+    )
+    for field, ok in checks:
+        if not ok:
+            from vitbench.errors import shown
+
+            raise StaleEntry(f"an operator's {field}={shown(values[[c[0] for c in checks].index(field)], 40)} is not valid")
+    return Op(name, component, macs, moved, tuple(shape), dtype, kernel, bool(aliases))
+
+
+def _unpacked(path: Path) -> bytes:
+    """The entry's JSON text, through the one gate and unpacked to a bound."""
+    from vitbench.input_files import read_input_bytes
+
+    packed = read_input_bytes(path, "trace", max_bytes=MAX_ENTRY_BYTES)
+    unpacker = zlib.decompressobj(wbits=31)  # gzip, unpacked to a bound (a small bomb stays small)
+    try:
+        raw = unpacker.decompress(packed, 8 * MAX_ENTRY_BYTES + 1)
+    except zlib.error:
+        raise StaleEntry("not gzip data") from None
+    if len(raw) > 8 * MAX_ENTRY_BYTES:
+        raise StaleEntry(f"over {8 * MAX_ENTRY_BYTES:,} bytes unpacked")
+    if not unpacker.eof:
+        raise StaleEntry("truncated")
+    return raw
+
+
+def load_entry(path: Path, key: str) -> list[Op]:
+    """The operators of the entry at ``path`` for ``key``; StaleEntry (or InputFileError from the
+    gate) saying why it is not one."""
+    from vitbench.input_files import load_json
+
+    data = load_json(_unpacked(path), "trace", max_depth=4, max_int_digits=len(str(MAX_COUNT)), error=StaleEntry)
+    if not isinstance(data, dict) or set(data) != _ENTRY_KEYS:
+        raise StaleEntry(f"not an entry of this format (keys: {', '.join(sorted(_ENTRY_KEYS))})")
+    if data["format"] != FORMAT or data["key"] != key:
+        raise StaleEntry(f"format or key is not this one's (format {FORMAT})")
+    if not isinstance(data["ops"], list):
+        raise StaleEntry("ops is not a list")
+    if data["sha256"] != checksum(key, data["ops"]):
+        raise StaleEntry("its checksum does not match its contents")
+    dtypes = _dtypes()
+    return [_op(values, dtypes) for values in data["ops"]]
+
+
+#: the entries refused since :func:`take_refused` last ran (warnings as data: ``predict`` puts
+#: them in its rows; at most the last 100 are kept for a caller that never asks)
+_REFUSED: list[dict[str, str]] = []
+
+
+def _warn(path: Path, reason: str) -> None:
+    """Remember a refused entry as a warning (no control character, no line break, whatever the
+    path holds): the rows of the prediction that traced again carry it."""
+    from vitbench.escape import terminal_text
+    from vitbench.row_warnings import warning
+
+    message = terminal_text(f"trace cache entry {path} refused ({reason[:300]})", keep="")
+    _REFUSED.append(warning("trace-cache-refused", message, "traced again; nothing to do"))
+    del _REFUSED[:-100]
+
+
+def take_refused() -> list[dict[str, str]]:
+    """The warnings of the entries refused since the last call (and forget them)."""
+    taken = list(_REFUSED)
+    _REFUSED.clear()
+    return taken
+
+
 def read(key: str) -> list[Op] | None:
-    """The cached operators for ``key``, or None (absent, or not a readable entry: not a
-    regular file, over :data:`MAX_ENTRY_BYTES` packed or 8 times that unpacked, damaged)."""
+    """The cached operators for ``key``, or None: absent (silently), or not a valid entry
+    (:func:`load_entry`: not a regular file, over :data:`MAX_ENTRY_BYTES` packed or 8 times that
+    unpacked, damaged, tampered, stale), with a warning (:func:`take_refused`); the caller traces again."""
     from vitbench.errors import InputFileError
-    from vitbench.input_files import loads_bounded, read_input_bytes
 
     path = trace_dir() / f"{key}.json.gz"
+    if not os.path.lexists(path):
+        return None
     if path.is_symlink():
+        _warn(path, "a symbolic link")
         return None
-    try:  # the one gate: a FIFO or device refused without blocking, the size capped
-        packed = read_input_bytes(path, "trace", max_bytes=MAX_ENTRY_BYTES)
-        unpacker = zlib.decompressobj(wbits=31)  # gzip, unpacked to a bound (a small bomb stays small)
-        raw = unpacker.decompress(packed, 8 * MAX_ENTRY_BYTES + 1)
-        if len(raw) > 8 * MAX_ENTRY_BYTES or not unpacker.eof:
-            return None
-        data = loads_bounded(raw)
-        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("key") != key:
-            return None
-        return [Op.from_tuple(values) for values in data["ops"]]
-    except (InputFileError, zlib.error, ValueError, TypeError, KeyError, RecursionError):
-        return None
+    try:
+        return load_entry(path, key)
+    except (InputFileError, StaleEntry) as exc:
+        _warn(path, str(exc))
+    except (ValueError, RecursionError, MemoryError) as exc:  # anything else the parser may raise
+        _warn(path, type(exc).__name__)
+    return None
 
 
 def write(key: str, ops: list[Op]) -> bool:
@@ -106,8 +222,9 @@ def write(key: str, ops: list[Op]) -> bool:
     from vitbench.store.atomic import write_atomic
 
     directory = trace_dir()
-    payload = gzip.compress(json.dumps({"format": FORMAT, "key": key, "ops": [op.as_tuple() for op in ops]},
-                                       separators=(",", ":")).encode(), compresslevel=6)
+    fields = [list(op.as_tuple()) for op in ops]
+    entry = {"format": FORMAT, "key": key, "ops": fields, "sha256": checksum(key, fields)}
+    payload = gzip.compress(json.dumps(entry, separators=(",", ":")).encode(), compresslevel=6)
     with contextlib.suppress(OSError):
         directory.mkdir(parents=True, exist_ok=True)
         if directory.is_symlink() or not directory.is_dir():
@@ -152,4 +269,5 @@ def cached_traces(target: Any, batches: tuple[int, ...], mode: str, precision: s
     return out
 
 
-__all__ = ["FORMAT", "cache_key", "cached_trace", "cached_traces", "read", "trace_dir", "write"]
+__all__ = ["FORMAT", "MAX_COUNT", "StaleEntry", "cache_key", "cached_trace", "cached_traces", "checksum", "load_entry", "read",
+           "take_refused", "trace_dir", "write"]

@@ -21,6 +21,8 @@ from vitbench.errors import VitbenchError
 SCHEMA_VERSION = 2
 PRECISION_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 BASES = ("calibration", "datasheet")
+#: the one device kind a calibration of this form is for
+DEVICE = "cpu"
 
 
 class CalibrationError(VitbenchError, ValueError):
@@ -80,10 +82,19 @@ def _out_of(name: str, value: Any, bounds: tuple[float, float]) -> CalibrationEr
     return CalibrationError(f"{name}={_shown(value)}: must be from {bounds[0]:g} to {bounds[1]:g}")
 
 
+def _check_device(device: Any) -> None:
+    """A CPU calibration prices the CPU only: its ``device`` is ``cpu`` (issue 45: a file saying
+    ``h100`` was accepted for ``--device cpu``); a GPU has its own calibration
+    (:mod:`vitbench.timemodel.gpu_calibration`)."""
+    if device != DEVICE:
+        raise CalibrationError(f"device={_shown(device)}: a CPU calibration is for device {DEVICE!r} (a GPU is priced by the GPU model)")
+
+
 def _check_scalars(calibration: Calibration) -> None:
     for name in ("device", "device_name", "torch", "basis"):
         if not isinstance(getattr(calibration, name), str):
             raise CalibrationError(f"{name}={_shown(getattr(calibration, name))}: must be text")
+    _check_device(calibration.device)
     if calibration.basis not in BASES:
         raise CalibrationError(f"basis={calibration.basis!r}: must be one of {', '.join(BASES)}")
     threads = calibration.threads
@@ -184,6 +195,12 @@ class Calibration:
     seconds: float = 0.0
     schema_version: int = SCHEMA_VERSION
     notes: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # the device kind is checked on construction too: a record given to the API is never
+        # checked field by field, but a CPU one made for another device must not price the CPU
+        if isinstance(self.device, str):
+            _check_device(self.device)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, sort_keys=True)

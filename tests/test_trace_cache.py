@@ -1,0 +1,156 @@
+"""The trace cache is read like any input (issue 45): a damaged or tampered entry is refused
+with a warning and traced again, never priced. Each case damages the entry a real prediction
+wrote, then predicts again: the same prediction as from a fresh trace, one warning line, and a
+valid entry written back."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+from _calibrations import synthetic
+
+import vitbench
+from vitbench.timemodel import run, trace_cache
+
+
+def _predict() -> dict:
+    run._OPS_CACHE.clear()  # the in-process memo would hide the disk cache
+    [row] = vitbench.predict("mnist-vit", calibration=synthetic())
+    return row
+
+
+def _entry(tmp_path: Path) -> Path:
+    [path] = list((tmp_path / "traces").iterdir())
+    return path
+
+
+def _rewrite(path: Path, change) -> None:
+    data = json.loads(gzip.decompress(path.read_bytes()))
+    change(data)
+    path.write_bytes(gzip.compress(json.dumps(data).encode()))
+
+
+def _all_fields_text(data):
+    data["ops"] = [[str(v) if not isinstance(v, list) else "".join(map(str, v)) for v in op] for op in data["ops"]]
+
+
+def _numbers_as_text(data):
+    data["ops"] = [[op[0], op[1], str(op[2]), str(op[3]), [str(d) for d in op[4]], *op[5:7], str(op[7])] for op in data["ops"]]
+
+
+def _negated(data):
+    data["ops"] = [[op[0], op[1], -op[2], -op[3], op[4], *op[5:]] for op in data["ops"]]
+
+
+def _huge(data):
+    data["ops"] = [[op[0], op[1], 10**900, op[3], op[4], *op[5:]] for op in data["ops"]]
+
+
+def _doubled_macs(data):  # a mismatch with the stored checksum
+    data["ops"] = [[op[0], op[1], 2 * op[2], *op[3:]] for op in data["ops"]]
+
+
+def _no_checksum(data):
+    data.pop("sha256", None)
+
+
+def _aliases_true(data):
+    data["ops"] = [[*op[:7], True] for op in data["ops"]]
+
+
+def _unknown_component(data):
+    data["ops"] = [[op[0], "nothing", *op[2:]] for op in data["ops"]]
+
+
+def _bool_macs(data):
+    data["ops"] = [[op[0], op[1], bool(op[2]), *op[3:]] for op in data["ops"]]
+
+
+def _float_bytes(data):
+    data["ops"] = [[op[0], op[1], op[2], op[3] + 0.5, *op[4:]] for op in data["ops"]]
+
+
+def _long_shape(data):
+    data["ops"] = [[*op[:4], [1, 2, 3, 4, 5], *op[5:]] for op in data["ops"]]
+
+
+def _unknown_dtype(data):
+    data["ops"] = [[*op[:5], "float128", *op[6:]] for op in data["ops"]]
+
+
+def _ops_an_object(data):
+    data["ops"] = {"0": data["ops"][0]}
+
+
+def _short_op(data):
+    data["ops"] = [op[:7] for op in data["ops"]]
+
+
+def _extra_field(data):
+    data["note"] = 1
+
+
+DAMAGE = [_all_fields_text, _numbers_as_text, _negated, _huge, _doubled_macs, _no_checksum, _aliases_true,
+          _unknown_component, _bool_macs, _float_bytes, _long_shape, _unknown_dtype, _ops_an_object, _short_op, _extra_field]
+
+
+@pytest.mark.parametrize("damage", DAMAGE, ids=[d.__name__.strip("_") for d in DAMAGE])
+def test_a_damaged_trace_cache_entry_is_traced_again_with_a_warning(damage, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("VITBENCH_TRACE_DIR", raising=False)
+    fresh = _predict()
+    path = _entry(tmp_path)
+    assert trace_cache.read(path.name.split(".")[0]) is not None  # what was written reads back
+    capsys.readouterr()
+    _rewrite(path, damage)
+    again = _predict()
+    err = capsys.readouterr().err
+    assert again["status"] == "ok" and again["pred_latency_s"] == fresh["pred_latency_s"]
+    assert all(again[k] >= 0 for k in again if k.startswith("pred_") and k.endswith("_s"))
+    # the row says so (warnings as data), once; a library call prints nothing
+    refused = [w for w in again["warnings"] if w["code"] == "trace-cache-refused"]
+    assert len(refused) == 1 and refused[0]["message"].startswith("trace cache entry ") and "\n" not in refused[0]["message"]
+    assert err == ""
+    assert trace_cache.read(path.name.split(".")[0]) is not None  # and written back valid
+    assert not [w for w in _predict()["warnings"] if w["code"] == "trace-cache-refused"]
+
+
+def test_on_the_command_line_a_tampered_entry_exits_0_with_the_fresh_prediction(tmp_path, monkeypatch, capsys):
+    from vitbench.cli import main
+    from vitbench.timemodel.calibration.cache import save
+
+    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("VITBENCH_TRACE_DIR", raising=False)
+    calibration = save(synthetic(), tmp_path / "cal.json")
+    argv = ["predict", "mnist-vit", "--calibration", str(calibration), "--format", "json", "-q"]
+    run._OPS_CACHE.clear()
+    assert main(argv) == 0
+    fresh = json.loads(capsys.readouterr().out)
+    _rewrite(_entry(tmp_path), _all_fields_text)
+    run._OPS_CACHE.clear()
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["records"][0]["pred_latency_s"] == fresh["records"][0]["pred_latency_s"]
+    assert "traced again" in captured.err
+
+
+def test_an_absent_entry_is_no_warning(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("VITBENCH_TRACE_DIR", str(tmp_path))
+    assert trace_cache.read("0" * 40) is None
+    assert capsys.readouterr().err == ""
+
+
+def test_an_entry_round_trips_and_carries_its_checksum(tmp_path, monkeypatch):
+    from vitbench.timemodel.ops import Op
+
+    monkeypatch.setenv("VITBENCH_TRACE_DIR", str(tmp_path))
+    ops = [Op("addmm", "linear", 10, 20, (1, 2, 3), "float32", "gemm"), Op("add", "elementwise", 0, 5, (), "bfloat16", "add", True)]
+    assert trace_cache.write("k", ops)
+    data = json.loads(gzip.decompress((tmp_path / "k.json.gz").read_bytes()))
+    assert set(data) == {"format", "key", "ops", "sha256"} and len(data["sha256"]) == 64
+    assert trace_cache.read("k") == ops
+    assert os.stat(tmp_path / "k.json.gz").st_size < 1000
