@@ -410,3 +410,23 @@ def test_kernels_the_model_cannot_price_are_warned_in_the_row():
     assert "depthwise" in gpu_kernel_warnings([depthwise, big])[0]["message"]
     row = _row("vit-ti/16", "h100", 8)
     assert row["pred_warning"] is None and not [w for w in row["warnings"] if w["code"] == "gpu-unpriced-kernels"]
+
+
+def test_attention_on_five_dimensional_tensors_is_priced_as_the_math_path():
+    """NesT calls scaled_dot_product_attention on (B, heads, blocks, N, C) tensors: no fused kernel
+    takes 5-D inputs, so PyTorch materialises the N x N maps (two batched products, a softmax).
+    The operator is priced as a batched product whose bytes include 4 passes over the maps; on
+    4-D inputs it stays the fused kernel, its inputs and output alone."""
+    import torch
+
+    from vitbench.timemodel.ops import describe
+
+    sdpa = torch.ops.aten.scaled_dot_product_attention.default
+    five = torch.empty(2, 3, 4, 16, 8, dtype=torch.float16, device="meta")  # 2 x 3 heads x 4 blocks, N 16
+    four = torch.empty(2, 3, 64, 8, dtype=torch.float16, device="meta")
+    math_op = describe(sdpa, (five, five, five), {}, torch.empty_like(five))
+    fused_op = describe(sdpa, (four, four, four), {}, torch.empty_like(four))
+    assert math_op.kernel == "bmm" and fused_op.kernel == "attention"
+    tensors = 4 * 2 * 3 * 64 * 8 * 2            # q, k, v and the output, fp16: the same in both
+    maps = 2 * 3 * 4 * 16 * 16 * 2              # the 16 x 16 maps of every block and head, fp16
+    assert fused_op.bytes == tensors and math_op.bytes == tensors + 4 * maps

@@ -72,7 +72,7 @@ def kernel_of(name: str, component: str, args: tuple) -> str:
         backward = "_backward" if name == "convolution_backward" else ""
         return ("conv_grouped" if groups > 1 else "conv") + backward
     if component == "attention":
-        if name in ("bmm", "baddbmm", *MATMUL_COMPOSITES):
+        if name in ("bmm", "baddbmm", *MATMUL_COMPOSITES) or math_attention(name, args):
             return "bmm"
         return "attention_backward" if "backward" in name else "attention"
     if component == "linear":
@@ -82,6 +82,27 @@ def kernel_of(name: str, component: str, args: tuple) -> str:
 
 #: composites that inference mode dispatches whole and that multiply matrices
 MATMUL_COMPOSITES = ("matmul", "einsum", "tensordot")
+
+
+def math_attention(name: str, args: tuple) -> bool:
+    """``scaled_dot_product_attention`` on other than 4-D tensors (NesT's (B, heads, blocks, N, C)):
+    no fused kernel takes them (flash, memory-efficient, cuDNN and the CPU's flash kernel all
+    need 4-D), so PyTorch runs its math path: two batched matrix products around a softmax, the
+    N x N attention maps written to and read from memory (:func:`math_attention_bytes`)."""
+    if not name.startswith(("scaled_dot_product", "_scaled_dot_product")) or "backward" in name or not args:
+        return False
+    query = args[0]
+    return hasattr(query, "dim") and query.dim() != 4
+
+
+def math_attention_bytes(args: tuple) -> int:
+    """The math path's traffic beyond its inputs and output: the scores written, read by the
+    softmax, its probabilities written and read by the second product (4 passes over
+    q[:-1] x S elements of q's dtype)."""
+    from math import prod
+
+    query, key = args[0], args[1]
+    return 4 * prod(query.shape[:-1]) * key.shape[-2] * query.element_size()
 
 
 def component_of(name: str, in_optimizer: bool, args: tuple = ()) -> str:
@@ -258,6 +279,8 @@ def describe(func: Any, args: tuple, kwargs: dict | None, out: Any, in_optimizer
     flat_in = tree_flatten((args, kwargs or {}))[0]
     moved = sum(_nbytes(v) for v in flat_in) + sum(_nbytes(v) for v in flat_out)
     component = component_of(name, in_optimizer, args)
+    if component == "attention" and math_attention(name, args):
+        moved += math_attention_bytes(args)
     macs = _macs(func, args, kwargs or {}, out) if component in ("attention", "linear", "conv") else 0
     return Op(name=name, component=component, macs=macs, bytes=moved,
               shape=gemm_shape(name, args, out) if macs else (),

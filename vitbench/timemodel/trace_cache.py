@@ -40,7 +40,7 @@ from typing import Any
 from vitbench.timemodel.ops import Op
 
 #: bumped whenever the traced operators or their fields change meaning (3: the checksum)
-FORMAT = 3
+FORMAT = 4  # 4: scaled_dot_product_attention on other than 4-D tensors is the math path (ops.math_attention)
 #: a cache entry larger than this is not read (a trace of 10^5 operators is about 2 MB)
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 CACHED_SOURCES = ("preset", "spec", "torchvision", "timm", "hf")
