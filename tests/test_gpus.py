@@ -87,9 +87,15 @@ def test_devices_lists_every_card_with_its_source(capsys):
     # a data-centre card is priced by the data-centre fit, at the rates it was measured to sustain
     assert h100["params_from"] == "datacenter" and h100["rates"] == "sustained" and "datasheet" in h100["source"]
     assert h100["sustained_tensor_flops_per_s"] == 794.5e12 and "ml-engineering" in h100["sustained_source"]
+    # what a choice between cards needs: memory and how cards talk to each other (NVIDIA's datasheet)
+    assert h100["memory_bytes"] == 80 * 10**9 and h100["nvlink"] == "NVLink 4" and h100["nvlink_bytes_per_s"] == 900e9
+    assert h100["pcie"] == "PCIe Gen5 x16" and next(r for r in rows if r["device"] == "l4")["nvlink"] is None
     rtx4090 = next(r for r in rows if r["device"] == "rtx4090")
     assert rtx4090["params_from"] == "ada" and rtx4090["rates"] == "datasheet" and rtx4090["sustained_tensor_flops_per_s"] is None
     assert all(r["source"] for r in rows)
+    assert main(["devices"]) == 0
+    table = capsys.readouterr().out
+    assert all(column in table.splitlines()[0] for column in ("memory_bytes", "sustained_tensor_flops_per_s", "nvlink", "pcie"))
     assert main(["devices", "--generation", "blackwell", "--format", "csv"]) == 0
     out = capsys.readouterr().out
     assert "rtx5090" in out and "b200" in out and "a100" not in out

@@ -21,7 +21,7 @@ def register(subparsers) -> None:
 
 TABLE_COLUMNS = ("device", "name", "generation", "market", "memory_bytes", "fp32_flops_per_s", "tf32_flops_per_s",
                  "fp16_flops_per_s", "sustained_tensor_flops_per_s", "bandwidth_bytes_per_s",
-                 "sustained_bandwidth_bytes_per_s", "l2_bytes", "params_from", "validated")
+                 "sustained_bandwidth_bytes_per_s", "nvlink", "nvlink_bytes_per_s", "pcie", "params_from", "validated")
 
 
 def run(args) -> int:

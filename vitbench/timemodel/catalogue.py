@@ -11,6 +11,7 @@ def devices(generation: str | None = None) -> Records:
     """The GPU catalogue as rows: each card's published numbers (``*_flops_per_s`` in FLOP/s, bytes,
     bytes/s), its source, and the generation whose fitted parameters price it."""
     from vitbench.timemodel.gpu_model import profile_for
+    from vitbench.timemodel.interconnect import link
     from vitbench.timemodel.gpus import CATALOGUE, GENERATIONS
 
     if generation is not None and generation not in GENERATIONS:
@@ -21,6 +22,7 @@ def devices(generation: str | None = None) -> Records:
             continue
         profile = profile_for(spec)
         sustained = spec.sustained
+        wire = link(spec.key)
         rows.append({
             "device": spec.key, "name": spec.name, "generation": spec.generation, "sms": spec.sms,
             "boost_clock_hz": spec.boost_mhz * 1_000_000, "fp32_flops_per_s": spec.peak_flops("float32"),
@@ -31,6 +33,8 @@ def devices(generation: str | None = None) -> Records:
             "sustained_tensor_flops_per_s": sustained.tensor_tflops * 1e12 if sustained else None,
             "sustained_bandwidth_bytes_per_s": sustained.copy_gb_s * 1e9 if sustained else None,
             "sustained_source": (("derived: " if sustained.derived else "") + sustained.source) if sustained else None,
+            "nvlink": wire.nvlink, "nvlink_bytes_per_s": wire.nvlink_gb_s * 1e9 if wire.nvlink_gb_s else None,
+            "nvlink_group": wire.nvlink_group, "pcie": wire.pcie, "pcie_bytes_per_s": wire.pcie_gb_s * 1e9,
             "params_from": profile.params_from, "rates": profile.rates,
             "validated": spec.key in (profile.validation.get("datacenter", {}).get("cards", ())
                                       if profile.params_from == "datacenter" else profile.validation.get("infer", {})), "aliases": ", ".join(spec.aliases),
