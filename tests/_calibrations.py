@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from vitbench.timemodel.calibration.schema import Calibration
 
+RATE = 1e10  # MAC/s everywhere in the synthetic calibration
+
 
 def synthetic(**changes) -> Calibration:
-    """A calibration with round numbers (as ``test_predict.synthetic``): every product at 1e10
-    MAC/s, convolutions at half of it, attention at a quarter, memory at 1 GB/s, 1 us per operator."""
+    """A calibration with round numbers: every product at RATE, convolutions at half of it,
+    attention at a quarter, memory at 1 GB/s, 1 us per operator, gelu with its own fit."""
     import torch
 
-    rows = [[m, k, n, 1e10] for m in (1, 10**6) for k in (1, 10**6) for n in (1, 10**6)]
+    rows = [[m, k, n, RATE] for m in (1, 10**6) for k in (1, 10**6) for n in (1, 10**6)]
     fields = dict(
         device="cpu", device_name="synthetic", threads=1, torch=torch.__version__, basis="calibration",
         gemm={"float32": rows}, efficiency={"conv": [[1, 1, 1, 0.5]], "attention": [[1, 1, 1, 0.25]]},

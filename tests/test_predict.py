@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _calibrations import RATE, synthetic  # noqa: F401 - synthetic: other test files import it from here
 
 import vitbench
 from vitbench.analytic import complexity
@@ -20,30 +21,12 @@ from vitbench.errors import SpecError
 from vitbench.models.references import resolve
 from vitbench.timemodel.calibration.cache import calibration_key, load, save
 from vitbench.timemodel.calibration.fitting import fit_affine, fit_steps
-from vitbench.timemodel.calibration.schema import Calibration, CalibrationError
+from vitbench.timemodel.calibration.schema import CalibrationError
 from vitbench.timemodel.cost import training_cost
 from vitbench.timemodel.fast import Predictor
 from vitbench.timemodel.model import BREAKDOWN, predict_ops
 from vitbench.timemodel.ops import Op, trace_target_ops
 from vitbench.timemodel.probes import StepTiming
-
-RATE = 1e10  # MAC/s everywhere in the synthetic calibration
-
-
-def synthetic(**changes) -> Calibration:
-    """A calibration with round numbers: every product at RATE, convolutions at half of it,
-    attention at a quarter, memory at 1 GB/s, 1 us per operator, gelu with its own fit."""
-    import torch
-
-    rows = [[m, k, n, RATE] for m in (1, 10**6) for k in (1, 10**6) for n in (1, 10**6)]
-    fields = dict(
-        device="cpu", device_name="synthetic", threads=1, torch=torch.__version__, basis="calibration",
-        gemm={"float32": rows}, efficiency={"conv": [[1, 1, 1, 0.5]], "attention": [[1, 1, 1, 0.25]]},
-        ops={"gelu": [2e-6, 5e8]}, overhead_s=1e-6, bandwidth_bytes_s=1e9,
-        framework_s={"infer": 3e-6, "train": 4e-6, "optimizer": 5e-7}, in_step_factor=1.0,
-    )
-    fields.update(changes)
-    return Calibration(**fields)
 
 
 def test_synthetic_calibration_gives_known_predictions_exactly():
