@@ -22,12 +22,11 @@ from typing import Any
 
 #: operators that only make views or read metadata: no data moves, no kernel runs
 VIEW_OPS = frozenset({
-    "view", "_unsafe_view", "reshape", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze",
-    "select", "slice", "as_strided", "alias", "detach", "split", "split_with_sizes", "unbind", "chunk",
-    "narrow", "_reshape_alias", "lift_fresh", "view_as", "expand_as", "flatten", "unflatten", "numpy_T",
-    "diagonal", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset", "is_same_size", "_to_copy_noop",
-    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros_like_noop",
-})
+    "view", "_unsafe_view", "reshape", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze", "select", "slice",
+    "as_strided", "alias", "detach", "split", "split_with_sizes", "unbind", "chunk", "narrow", "_reshape_alias", "lift_fresh",
+    "view_as", "expand_as", "flatten", "unflatten", "numpy_T", "diagonal", "sym_size", "sym_stride", "sym_numel",
+    "sym_storage_offset", "is_same_size", "_to_copy_noop", "empty", "empty_like", "empty_strided", "new_empty",
+    "new_empty_strided", "zeros_like_noop"})
 ATTENTION_OPS = ("bmm", "baddbmm", "scaled_dot_product", "_scaled_dot_product", "_flash_attention", "_efficient_attention", "_native_multi_head_attention")
 LINEAR_OPS = ("mm", "addmm", "linear")
 CONV_OPS = ("convolution", "convolution_backward", "conv1d", "conv2d", "conv3d", "_convolution", "mkldnn_convolution")
@@ -85,24 +84,18 @@ MATMUL_COMPOSITES = ("matmul", "einsum", "tensordot")
 
 
 def math_attention(name: str, args: tuple) -> bool:
-    """``scaled_dot_product_attention`` on other than 4-D tensors (NesT's (B, heads, blocks, N, C)):
-    no fused kernel takes them (flash, memory-efficient, cuDNN and the CPU's flash kernel all
-    need 4-D), so PyTorch runs its math path: two batched matrix products around a softmax, the
-    N x N attention maps written to and read from memory (:func:`math_attention_bytes`)."""
+    """SDPA on other than 4-D tensors (NesT's (B, heads, blocks, N, C)): no fused kernel takes
+    them, so PyTorch runs its math path (two batched products around a softmax, the maps in memory)."""
     if not name.startswith(("scaled_dot_product", "_scaled_dot_product")) or "backward" in name or not args:
         return False
-    query = args[0]
-    return hasattr(query, "dim") and query.dim() != 4
+    return hasattr(args[0], "dim") and args[0].dim() != 4
 
 
 def math_attention_bytes(args: tuple) -> int:
-    """The math path's traffic beyond its inputs and output: the scores written, read by the
-    softmax, its probabilities written and read by the second product (4 passes over
-    q[:-1] x S elements of q's dtype)."""
+    """The math path's extra traffic: 4 passes over the q[:-1] x S maps (scores, probabilities)."""
     from math import prod
 
-    query, key = args[0], args[1]
-    return 4 * prod(query.shape[:-1]) * key.shape[-2] * query.element_size()
+    return 4 * prod(args[0].shape[:-1]) * args[1].shape[-2] * args[0].element_size()
 
 
 def component_of(name: str, in_optimizer: bool, args: tuple = ()) -> str:
