@@ -84,7 +84,7 @@ print(json.dumps([{k: r[k] for k in ("status", "error", "allocator", "env_malloc
 """
 
 
-@pytest.mark.slow  # a few seconds: kept out of the 3-minute default run
+@pytest.mark.slow  # a few seconds: kept out of the default run
 def test_measured_rows_record_what_is_in_force():
     done = subprocess.run([sys.executable, "-c", ROWS], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]

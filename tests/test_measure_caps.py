@@ -62,7 +62,7 @@ def test_auto_batch_of_the_issue(model, cap, planned):
     _check_auto(spec, cap)
 
 
-@pytest.mark.slow  # a few seconds: kept out of the 3-minute default run
+@pytest.mark.slow  # a few seconds: kept out of the default run
 @in_fresh_process
 def test_the_cap_applies_from_the_first_allocation():
     # vit-b/16 at depth 96: 4 x 680 M bytes of fp32 weights alone, far over a 256 MiB cap. Run

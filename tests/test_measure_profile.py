@@ -308,7 +308,7 @@ def test_trace_dir_one_run_per_configuration_loadable_by_tensorboard(tmp_path):
         assert run_profile.operation_table_by_name  # the plugin's operator table has rows
 
 
-@pytest.mark.slow  # a few seconds: kept out of the 3-minute default run
+@pytest.mark.slow  # a few seconds: kept out of the default run
 def test_isolated_run_in_a_subprocess():
     r = measure(TINY, RunSettings(**FAST, isolate=True))
     assert r["status"] == "ok", r["error"]

@@ -58,7 +58,21 @@ def test_every_floor_is_pinned_in_the_floor_job():
 def test_ci_runs_the_readme_command_and_the_floor_job():
     script = (ROOT / ".ci" / "run").read_text()
     readme = (ROOT / "README.md").read_text()
-    command = "pip install -e '.[test]' && python -m pytest tests/"
+    command = "pip install -e '.[test]' && python -m pytest tests/ -n 2\n"
     assert command in readme
     assert "-m venv" in script and "ci/floor.txt" in script
     assert "pip install -q -e '.[test]'" in script and "python -m pytest tests/" in script
+
+
+def test_the_default_suite_runs_in_two_workers_everywhere_ci_runs_it():
+    """Issue 46: the default suite in two worker processes (pytest-xdist, from the test extra),
+    in the README's command 2 and in each of .ci/run's default phases (newest, floor, between);
+    only the slow phase runs in one."""
+    assert any(r.startswith("pytest-xdist>=") for r in _pyproject()["project"]["optional-dependencies"]["test"])
+    # a test file's tests on one worker, in order (module fixtures built once, the Slurm cluster)
+    assert "--dist loadfile" in _pyproject()["tool"]["pytest"]["ini_options"]["addopts"]
+    runs = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
+            if re.search(r"python\"? -m pytest tests/", line) and not line.lstrip().startswith("#")]
+    default = [line for line in runs if "-m slow" not in line]
+    assert len(default) == 3, runs
+    assert all(re.search(r" -n 2( |$)", line) for line in default), default

@@ -21,13 +21,21 @@ from vitbench.specs.limits import MAX_STEP_TRACED_BLOCKS
 GIB = 1 << 30
 
 #: runs one command in a fresh interpreter and prints its exit code, its CPU seconds and its peak
-#: resident memory (ru_maxrss, KiB on Linux) as JSON on the last line of stderr
+#: resident memory as JSON on the last line of stderr. The peak is /proc/self/status's VmHWM, the
+#: interpreter's own address space: Linux carries the parent's peak into a child's ru_maxrss
+#: across fork and exec, so a pytest process (an xdist worker) past 2 GB made every child read
+#: as over 2 GB; ru_maxrss only where there is no /proc
 _MEASURED = """
 import json, resource, sys
 from vitbench.cli import main
 code = main(sys.argv[1:])
 usage = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"code": code, "cpu_s": usage.ru_utime + usage.ru_stime, "maxrss_bytes": usage.ru_maxrss * 1024}), file=sys.stderr)
+try:
+    with open("/proc/self/status") as status:
+        peak = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+except (OSError, StopIteration):
+    peak = usage.ru_maxrss * 1024
+print(json.dumps({"code": code, "cpu_s": usage.ru_utime + usage.ru_stime, "maxrss_bytes": peak}), file=sys.stderr)
 """
 
 
