@@ -545,3 +545,63 @@ def test_junit_lists_a_missing_configuration_as_a_gate_failure(tmp_path, capsys)
     gate = [c for (cls, _), c in cases.items() if cls == "vitbench.gate"]
     assert len(gate) == 1 and "missing" in gate[0].find("failure").get("message")
     assert "vit-s/16" in gate[0].find("failure").text
+
+
+# --------------------------------------------------------------------------- a bad cell named (issue 45)
+
+
+def _eight_rows(bad_row: int | None = None, bad: str = "abc", column: str = "macs", blank_after: int | None = None) -> str:
+    """A results CSV of eight data rows; data row ``bad_row`` (from 1) holds ``bad`` in ``column``."""
+    lines = ["model,img_size,batch_size,status,macs,params,latency_p50_s"]
+    for i in range(1, 9):
+        cells = {"model": f"m{i}", "img_size": "224", "batch_size": "1", "status": "ok",
+                 "macs": str(5926015 + i), "params": "100", "latency_p50_s": "0.01"}
+        if i == bad_row:
+            cells[column] = bad
+        lines.append(",".join(cells.values()))
+        if i == blank_after:
+            lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("column, bad", [("macs", "abc"), ("macs", "5e"), ("params", "1.5.2"),
+                                         ("batch_size", "four"), ("latency_p50_s", "fast")])
+def test_a_text_cell_is_named_by_file_data_row_line_column_and_its_own_value(tmp_path, capsys, column, bad):
+    (tmp_path / "base.csv").write_text(_eight_rows())
+    (tmp_path / "cur.csv").write_text(_eight_rows(bad_row=6, bad=bad, column=column))
+    code, out, err = run_cli(capsys, tmp_path / "base.csv", tmp_path / "cur.csv")
+    assert code == 2 and out == ""
+    [line] = err.strip().splitlines()
+    assert "current file=" in line and "cur.csv" in line
+    assert f"row 6: {column}={bad!r}: must be" in line, line
+    assert "(data row 6, on line 7 of the file; the header is line 1)" in line, line
+    assert "5926016" not in line and "row 1:" not in line
+
+
+def test_a_bad_number_is_named_by_data_row_and_value(tmp_path, capsys):
+    (tmp_path / "base.csv").write_text(_eight_rows())
+    (tmp_path / "cur.csv").write_text(_eight_rows(bad_row=6, bad="0", column="batch_size"))
+    code, _, err = run_cli(capsys, tmp_path / "base.csv", tmp_path / "cur.csv")
+    [line] = err.strip().splitlines()
+    assert code == 2 and "row 6: batch_size=0: must be a whole number" in line, line
+
+
+def test_a_blank_line_or_a_cell_of_two_lines_counts_as_a_line_but_not_as_a_data_row(tmp_path, capsys):
+    (tmp_path / "base.csv").write_text(_eight_rows())
+    text = _eight_rows(bad_row=6, blank_after=2).replace("m4,", '"m4\nsecond line",')
+    (tmp_path / "cur.csv").write_text(text)
+    code, _, err = run_cli(capsys, tmp_path / "base.csv", tmp_path / "cur.csv")
+    [line] = err.strip().splitlines()
+    assert code == 2 and "row 6: macs='abc'" in line and "data row 6, on line 9 of the file" in line, line
+
+
+def test_text_in_a_failed_rows_number_cell_is_no_error(tmp_path):
+    """A row that did not run is shown with its error: its other cells are never read as numbers,
+    and the text in one of them does not make the column's numbers text."""
+    text = _eight_rows(bad_row=6, bad="n/a").replace("m6,224,1,ok", "m6,224,1,error")
+    (tmp_path / "cur.csv").write_text(text)
+    (tmp_path / "base.csv").write_text(_eight_rows())
+    result = compare(tmp_path / "base.csv", tmp_path / "cur.csv", ["macs:0%"], allow_missing_rows=True)
+    # the row that failed is the status regression it is, and the other rows' numbers compare as numbers
+    assert [(r.configuration.split()[0], r.metric) for r in result.regressions] == [("m6", "status")]
+    assert any(r.metric == "macs" and r.current == 5926016 and r.verdict == "ok" for r in result.rows)

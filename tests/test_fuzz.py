@@ -470,3 +470,81 @@ def test_py_references_to_installed_libraries(scale, root, monkeypatch):
         assert not (root / "imported.txt").exists() and not (root / "PWNED").exists(), reference
 
     check()
+
+
+#: the settings a good gate run is given, any of which an example replaces with a hostile value
+GATE_GOOD = {"RESULTS": "current.csv", "BASELINE": "", "RULES": "macs:0,params:0", "HISTORY": "history",
+             "TARGET_BRANCH": "", "GATE_DIR": "gate", "ADD_TO_HISTORY": "false", "PR_NUMBER": "", "COMMENT": "false",
+             "GITHUB_STEP_SUMMARY": "summary.md"}
+#: progress notes the gate prints before its verdict (not errors)
+GATE_NOTES = ("vitbench gate: running: ", "vitbench gate: baseline: ", "vitbench gate: no baseline yet")
+
+
+def _files_under(folder: Path, skip: Path) -> dict[str, tuple[int, int]]:
+    found = {}
+    for path in folder.rglob("*"):
+        if skip in path.parents or path == skip:
+            continue
+        st_ = path.lstat()
+        found[str(path)] = (st_.st_size, st_.st_mtime_ns)
+    return found
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_gate_settings(scale, valid, root, monkeypatch):
+    """Issue 45: `vitbench gate` with hostile settings (tests/_fuzz_gate.py) from the environment
+    or from flags, around a fixed COMMAND that copies a valid results file to RESULTS (quoted by
+    the test). Exit 0, 1 or 2, never 3 (the command never fails; a bad setting is not a failed
+    command); an exit 2 is one error line besides the gate's progress notes; no traceback; no
+    shell payload ever runs (the marker file never appears); nothing is written outside the
+    example's own folder."""
+    import os
+    import shlex
+
+    import _fuzz_gate as fg
+
+    from vitbench.cli import gate as gate_cli
+
+    for name in (*fg.SETTINGS, "COMMAND"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(gate_cli.shutil, "which", lambda name: None)  # no `gh` is ever run
+    canary = root / "canary"
+    canary.mkdir()
+
+    @fz.budget(12, scale)
+    @given(drawn=fg.gate_settings(), as_flags=st.booleans())
+    def check(drawn, as_flags):
+        with Example(root) as directory:
+            monkeypatch.chdir(directory)
+            special = fg.special_paths(directory)
+            got = dict(GATE_GOOD)
+            for name, (how, value) in drawn.items():
+                got[name] = (value if how == "text" else fg.payloads(str(canary))[int(value)] if how == "payload"
+                             else special[value])
+            results = got["RESULTS"] or "current.csv"
+            # the one command of the run: the copy, with a bound (RESULTS may be a FIFO); it never fails itself
+            command = f"timeout 5 cp -- {shlex.quote(valid['csv'])} {shlex.quote(results)} 2>/dev/null; exit 0"
+            before = _files_under(root, directory)
+            argv = ["gate", f"--command={command}"]
+            for name, value in got.items():
+                dest = next(d for d, v in gate_cli.ENVIRONMENT.items() if v == name)
+                if as_flags:
+                    argv.append(f"--{dest.replace('_', '-')}={value}")
+                else:
+                    monkeypatch.setenv(name, value)
+            try:
+                code, out, err, problems = fz.clean_run(argv)
+            finally:
+                for name in got:
+                    monkeypatch.delenv(name, raising=False)
+                os.chdir(root)  # hypothesis needs a working folder that outlives the example's
+            shown = f"settings={got!r} as_flags={as_flags}"
+            problems = [p for p in problems if "stderr lines not starting" not in p or "vitbench gate" not in p]
+            _assert_clean([f"{p}; {shown}" for p in problems])
+            errors = [line for line in err.splitlines() if line.strip() and not line.startswith(GATE_NOTES)]
+            assert code in (0, 1, 2), f"exit {code}: {err[-600:]!r}; {shown}"
+            assert code != 2 or len(errors) == 1, f"exit 2 with {len(errors)} error lines: {errors!r}; {shown}"
+            assert not list(canary.iterdir()) and not (directory / fg.MARKER).exists(), f"a payload ran; {shown}"
+            assert _files_under(root, directory) == before, f"a file written outside the example's folder; {shown}"
+
+    check()

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from vitbench.errors import InputFileError
+from vitbench.errors import InputFileError, shown
 from vitbench.escape import csv_unquote
 
 _INTEGER = re.compile(r"^[+-]?\d+$")
@@ -35,7 +35,9 @@ def records_from_csv(text: str, where: str, columns: Collection[str] | None = No
     an infinite or overflowing value (``inf``, ``1e9999999``) in a column of whole numbers (a
     count); ``nan`` is a missing cell in every column; in a measurement column (``*_s``, mixed
     numbers) ``1e9999999`` and ``inf`` read as infinity. Errors are one line naming the file,
-    the row and the column. Rows are parsed as a stream (blocks of rows transposed into
+    the row and the column. Text in a column of numbers (``macs``, ``*_s``, ``batch_size``) of
+    a row that ran is refused by its data row, its line in the file and its own text; the
+    column's other cells stay numbers (a failed row's text never makes them text). Rows are parsed as a stream (blocks of rows transposed into
     columns), each column typed once from its distinct cells."""
     import csv
 
@@ -47,17 +49,58 @@ def records_from_csv(text: str, where: str, columns: Collection[str] | None = No
             header = [csv_unquote(c) for c in header]
         _check_header(header, where)
         keep = [i for i, name in enumerate(header) if columns is None or name in columns]
-        cells, blank, count = _csv_columns(reader, keep, len(header), where)
+        cells, blank, count, jumps = _csv_columns(reader, keep, len(header), where)
     except csv.Error as exc:
         raise InputFileError(f"{where}: not a readable CSV ({exc})") from None
     names = [header[i] for i in keep]
-    typed = []
-    for k, name in enumerate(names):
+    typed: list[list[Any]] = [[] for _ in names]
+    ran: list[bool] | None = None  # which rows ran (status ok or none): only theirs are checked
+    fault: tuple[int, str, Any, str] | None = None  # (index, column, value, why): the first text cell
+    order = sorted(range(len(names)), key=lambda k: names[k] != "status")  # status first
+    for k in order:
+        name = names[k]
         column, cells[k] = cells[k], []  # each column's text is freed once typed
         if quoted:
             column = [csv_unquote(c) if c[:1] == "'" else c for c in column]
-        typed.append(_typed_column(name, column, where, blank))
+        typed[k] = _typed_column(name, column, where, blank)
+        if name == "status":
+            ran = [v in ("ok", None) for v in typed[k]]
+        fault = _first_fault(name, typed[k], ran, fault)
+    if fault is not None:
+        index, name, value, why = fault
+        raise InputFileError(f"{where}: row {index + 1}: {name}={shown(value, 60)}: {why} "
+                             f"(data row {index + 1}, on line {_line_of(index, jumps)} of the file; the header is line 1)")
     return [dict(zip(names, values)) for values in zip(*typed)] if typed else [{} for _ in range(count)]
+
+
+def _first_fault(name: str, values: list[Any], ran: list[bool] | None,
+                 fault: tuple[int, str, Any, str] | None) -> tuple[int, str, Any, str] | None:
+    """``fault``, or this column's first cell (in a row that ran) that is text in a column of
+    numbers (``macs``, ``*_s``, ``batch_size``...), when it comes before ``fault``'s row (a column
+    earlier in the header wins a tie). The record checks (:mod:`vitbench.record_schema`) refuse
+    every such cell; it is named here, by its data row and its line in the file, while the
+    lines are known. Other faults (a batch size of 0, a number beyond a float) are left to
+    those checks, which name the data row and the value."""
+    from vitbench import record_schema
+
+    kind = record_schema._kind(name)
+    if kind not in ("number", "count", "batch"):
+        return fault
+    for i in record_schema._suspects(kind, values):
+        if fault is not None and i >= fault[0]:
+            break
+        value = values[i]
+        if type(value) is not str or (ran is not None and not ran[i]):
+            continue
+        why = record_schema._problem(name, kind, value)
+        if why is not None:
+            return i, name, value, why
+    return fault
+
+
+def _shown_cell(cell: str) -> str:
+    """A cell's text for a one-line message: quoted, a long one shortened."""
+    return repr(cell if len(cell) <= 24 else f"{cell[:12]}...{cell[-6:]}")
 
 
 def _lines(text: str) -> Iterable[str]:
@@ -81,12 +124,14 @@ def _check_header(header: list[str], where: str) -> None:
 
 
 def _csv_columns(reader: Iterable[list[str]], keep: list[int], width: int,
-                 where: str) -> tuple[list[list[str]], list[int], int]:
+                 where: str) -> tuple[list[list[str]], list[int], int, list[tuple[int, int]]]:
     """The cells of the ``keep`` columns, column by column, the row numbers of blank lines
-    (skipped) and the number of rows read; a row whose field count is not the header's is refused. Blocks of rows are
+    (skipped), the number of rows read and where the file's lines part from the rows read (see
+    :func:`_line_of`); a row whose field count is not the header's is refused. Blocks of rows are
     transposed as they come, so only the kept columns' cells are held."""
     cells: list[list[str]] = [[] for _ in keep]
     blank: list[int] = []
+    jumps: list[tuple[int, int]] = []
     block: list[list[str]] = []
     rows = 0
 
@@ -94,19 +139,26 @@ def _csv_columns(reader: Iterable[list[str]], keep: list[int], width: int,
         for k, i in enumerate(keep):
             cells[k].extend([row[i] for row in block])
 
+    counted = hasattr(reader, "line_num")  # a csv reader: the file's line it has read up to
+    end = reader.line_num if counted else 1  # the header's last line
+    expected = 2  # the line the next row starts on by :func:`_line_of` (the jumps so far)
     for line, row in enumerate(reader, start=2):
+        start, end = end + 1, (reader.line_num if counted else end + 1)
         if not row:
             blank.append(line)
             continue
         if len(row) != width:
             raise InputFileError(f"{where}: row {line} has {len(row)} fields, the header (row 1) has {width}")
+        if start != expected:  # a blank line or a cell of several lines came before this row
+            jumps.append((rows, start))
+        expected = start + 1
         block.append(row)
         rows += 1
         if len(block) == 10_000:
             flush()
             block = []
     flush()
-    return cells, blank, rows
+    return cells, blank, rows, jumps
 
 
 #: digits of an integer cell a CSV may hold (as in a JSON document: Python refuses to read an
@@ -126,6 +178,17 @@ def _row_of(index: int, blank: list[int]) -> int:
     return line
 
 
+def _line_of(index: int, jumps: list[tuple[int, int]]) -> int:
+    """The file's line (the header: line 1) on which the ``index``-th row read (data row
+    ``index + 1``) starts: ``jumps`` holds (index, line) wherever a blank line or a cell of
+    several lines moved the rows off the lines (a few entries, never one per row)."""
+    import bisect
+
+    k = bisect.bisect_right(jumps, (index, float("inf"))) - 1
+    first, line = jumps[k] if k >= 0 else (0, 2)
+    return line + index - first
+
+
 def _typed_column(name: str, cells: list[str], where: str = "file", blank: list[int] | None = None) -> list[Any]:
     """A column's cells typed (see :func:`records_from_csv`): the type is decided from the
     distinct non-missing cells, and each distinct cell is converted once."""
@@ -136,16 +199,36 @@ def _typed_column(name: str, cells: list[str], where: str = "file", blank: list[
         return [None] * len(cells)
     try:
         convert = _converter(name, list(present.values()))
+        if convert is _list_or_text and _counted(name):
+            return _mixed_column(name, cells, present)
         if convert is _list_or_text and any(t[:1] == "[" for t in present.values()):
             return [_list_or_text(c) if c in present else None for c in cells]  # one list per cell, never shared
         values = {c: convert(c) for c in present}
     except _BadCell as exc:
         cell = next(c for c in present if present[c] == exc.args[0])
-        row = _row_of(cells.index(cell), blank or [])
-        shown = exc.args[0] if len(exc.args[0]) <= 24 else f"{exc.args[0][:12]}...{exc.args[0][-6:]}"
-        raise InputFileError(f"{where}: row {row}, column {name!r}: {shown!r} {exc.args[1]}") from None
+        index = cells.index(cell)
+        raise InputFileError(f"{where}: row {_row_of(index, blank or [])}, column {name!r}: {_shown_cell(exc.args[0])} "
+                             f"{exc.args[1]} (data row {index + 1}; the header is row 1)") from None
     get = values.get
     return list(map(get, cells))
+
+
+def _counted(name: str) -> bool:
+    """A column the record checks require numbers of (``macs``, ``*_s``, ``batch_size``...)."""
+    from vitbench import record_schema
+
+    return record_schema._kind(name) in ("number", "count", "batch")
+
+
+def _mixed_column(name: str, cells: list[str], present: dict[str, str]) -> list[Any]:
+    """A column of numbers holding some other text (a typo, a failed row's note): its numbers
+    typed as they would be alone, every other cell as text (or a list), so that the record checks
+    name the cell at fault, never a number that the text made text."""
+    numbers = [t for t in present.values() if t.lower() not in ("true", "false") and _number_text(t) is not None]
+    convert = _converter(name, numbers) if numbers else _list_or_text
+    numeric = set(numbers)
+    values = {c: convert(c) for c, t in present.items() if t in numeric}
+    return [values[c] if c in values else _list_or_text(c) if c in present else None for c in cells]
 
 
 class _BadCell(ValueError):

@@ -129,7 +129,9 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
 def note(text: str) -> None:
     from vitbench.escape import terminal_text
 
-    print(f"vitbench gate: {terminal_text(text)}", file=sys.stderr, flush=True)
+    # one line a note, whatever a value in it holds (a RESULTS or COMMAND with a newline)
+    line = "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+    print(f"vitbench gate: {terminal_text(line)}", file=sys.stderr, flush=True)
 
 
 def run_command(command: str, results: str) -> None:
