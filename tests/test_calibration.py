@@ -319,3 +319,78 @@ def test_op_cost_falls_back_to_the_default_line():
     assert cal.op_cost("gelu") == (2e-6, 5e8) and cal.op_cost("silu") == (1e-6, 1e9)
     # a one-point grid: its rate everywhere
     assert cal.gemm_rate((5, 5, 5)) == 1e10 and cal.gemm_rate((1, 1, 1)) == 1e10
+
+
+# issue 46: a calibration made while other processes held the cores was cached and reused
+# silently (predictions off by a median 15% on the quiet machine); it now records the machine's
+# load and carries a warning.
+
+
+def _with_load(busy_cores, loadavg=None, cpus=2, threads=2) -> Calibration:
+    cal = calibration()
+    cal.notes["machine"] = {"cpus": cpus, "threads": threads, "busy_cores": busy_cores,
+                            "loadavg_1m_start": loadavg, "loadavg_1m_end": loadavg}
+    return cal
+
+
+def test_a_calibration_records_the_cpu_time_other_processes_took_while_it_ran():
+    import subprocess
+    import sys
+    import time
+
+    from vitbench.timemodel.calibration.worker import load_finish, load_start
+
+    quiet_from = load_start()
+    time.sleep(0.3)
+    quiet = load_finish(quiet_from, threads=1)
+    assert set(quiet) >= {"cpus", "threads", "busy_cores", "loadavg_1m_start", "loadavg_1m_end"}
+    assert quiet["threads"] == 1 and quiet["cpus"] >= 1
+    spinner = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 1.5\nwhile time.time() < end: pass"])
+    try:
+        time.sleep(0.3)  # the spinner's interpreter has started
+        busy_from = load_start()
+        time.sleep(0.8)
+        busy = load_finish(busy_from, threads=1)
+    finally:
+        spinner.wait()
+    assert busy["busy_cores"] > 0.6  # the spinner held about one core (and other processes, if any, more)
+
+
+def test_a_calibration_measured_on_a_busy_machine_carries_a_warning_through_a_save_and_load(tmp_path):
+    from vitbench.row_warnings import CODES
+    from vitbench.timemodel.calibration.cache import load, save
+    from vitbench.timemodel.calibration.schema import busy_warnings
+
+    assert CODES["calibration-busy"] == "prediction"
+    busy = load(save(_with_load(busy_cores=1.4, loadavg=3.4), tmp_path / "busy.json"))
+    (found,) = busy_warnings(busy)
+    assert found["code"] == "calibration-busy"
+    assert "1.4 of 2 cores" in found["message"] and "load average 3.4" in found["message"]
+    assert "--recalibrate" in found["advice"]
+    # the load average alone (no CPU times from /proc) still tells a busy machine
+    assert [w["code"] for w in busy_warnings(_with_load(busy_cores=None, loadavg=3.0))] == ["calibration-busy"]
+    assert busy_warnings(_with_load(busy_cores=0.1, loadavg=2.1)) == []  # quiet: its own threads only
+    assert busy_warnings(_with_load(busy_cores=0.2, threads=1)) == []  # one thread, the other core was free
+
+
+def test_a_calibration_file_without_the_machine_load_still_loads_and_is_not_flagged(tmp_path):
+    from vitbench.timemodel.calibration.cache import load, save
+    from vitbench.timemodel.calibration.schema import busy_warnings
+
+    old = calibration()
+    assert "machine" not in old.notes
+    path = save(old, tmp_path / "old.json")
+    assert "machine" not in path.read_text()
+    assert busy_warnings(load(path)) == []
+
+
+@pytest.mark.slow  # a calibration on a 2 x 2 x 2 GEMM grid and the full probes: ~25 s on 2 cores
+def test_calibrate_here_saves_the_machine_load_in_the_file(monkeypatch):
+    import vitbench.timemodel.calibration.worker as worker
+
+    monkeypatch.setattr(worker, "GEMM_M", (1, 8))
+    monkeypatch.setattr(worker, "GEMM_KN", (16, 64))
+    made = Calibration.from_json(worker.calibrate_here(1).to_json())
+    machine = made.notes["machine"]
+    assert machine["threads"] == 1 and machine["cpus"] >= 1
+    assert machine["busy_cores"] is None or machine["busy_cores"] >= 0

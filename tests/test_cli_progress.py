@@ -97,3 +97,33 @@ def test_profile_progress_goes_to_stderr_and_stdout_stays_json(capsys):
 def test_analyze_of_presets_stays_silent(capsys):
     assert main(["analyze", "vit-b/16", "--format", "csv"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def _delayed_steps(durations, delay_s=0.2):
+    """A delayed Steps over steps lasting ``durations`` seconds each (quick ones under the delay)."""
+    import time
+
+    stream = io.StringIO()
+    steps = Steps("predict", stream=stream, bar=False, delay_s=delay_s)
+    for index, seconds in enumerate(durations):
+        steps(index, len(durations), f"config {index + 1}")
+        time.sleep(seconds)
+    steps.close()
+    return stream.getvalue().splitlines()
+
+
+def test_a_delayed_counter_never_skips_a_step_silently():
+    # issue 46: predict printed [1/4] and [3/4] only, which read like lost rows; the quick steps
+    # between and after the shown ones are named by their counters
+    lines = _delayed_steps([0.6, 0.0, 0.6, 0.0])
+    assert lines == [
+        "vitbench: predict: [1/4] config 1",
+        "vitbench: predict: [3/4] config 3 ([2/4] took under 0.2 s)",
+        "vitbench: predict: [4/4] config 4 (took under 0.2 s)",
+    ]
+    lines = _delayed_steps([0.0, 0.0, 0.6, 0.0, 0.0])
+    assert lines == [
+        "vitbench: predict: [3/5] config 3 ([1-2/5] took under 0.2 s each)",
+        "vitbench: predict: [4-5/5] took under 0.2 s each, the last config 5",
+    ]
+    assert _delayed_steps([0.0, 0.0, 0.0]) == []  # a quick command stays silent

@@ -414,3 +414,14 @@ def test_a_step_refused_from_its_spec_needs_no_calibration(monkeypatch, tmp_path
     (row,) = run.predict("vit-s/16", mlp_ratio=1e9)
     assert row["status"] == "refused" and "largest weight" in row["error"]
     assert row["pred_basis"] == "none: refused before pricing"
+
+
+def test_rows_priced_by_a_calibration_made_on_a_busy_machine_say_so():
+    """A calibration measured while other processes held the cores (1.6 of 2 busy, 1 thread) is
+    kept, and every row it prices carries calibration-busy; a quiet one (0.1 busy) carries none."""
+    busy = synthetic(notes={"machine": {"cpus": 2, "threads": 1, "busy_cores": 1.6, "loadavg_1m_start": 3.0}})
+    quiet = synthetic(notes={"machine": {"cpus": 2, "threads": 1, "busy_cores": 0.1, "loadavg_1m_start": 0.2}})
+    rows = vitbench.predict(["vit-ti/16", "resnet18"], batch_size=[1, 2], calibration=busy)
+    assert len(rows) == 4 and all("calibration-busy" in [w["code"] for w in r["warnings"]] for r in rows)
+    [row] = vitbench.predict("vit-ti/16", calibration=quiet)
+    assert "calibration-busy" not in [w["code"] for w in row["warnings"]]

@@ -152,3 +152,55 @@ def test_chromium_renders_the_report_with_its_plots(tmp_path):
     colours = len(np.unique((pixels * 15).round().reshape(-1, 3), axis=0))
     assert ink > 0.03, f"{ink:.1%} of the page is not white"
     assert colours > 40, f"only {colours} distinct colours: the plots did not render"
+
+
+def _study_report(tmp_path, out="out"):
+    (tmp_path / "study.yaml").write_text(STUDY)
+    return report(tmp_path / "study.yaml", tmp_path / out, html=True, plots=False)
+
+
+def _h2(page: str) -> list[tuple[str, str]]:
+    """(id, text) of each second-level heading, in order."""
+    return [(i, re.sub(r"<[^>]+>", "", t)) for i, t in re.findall(r'<h2 id="([^"]+)">(.*?)</h2>', page)]
+
+
+def test_the_page_opens_with_a_short_summary_and_a_table_of_contents(tmp_path):
+    # issue 46: the page opened with every conclusion (24 on the default study) before any
+    # section, with no summary and no contents
+    result = _study_report(tmp_path)
+    page, text = result.html.read_text(), result.report.read_text()
+    headings = _h2(page)
+    names = [t for _, t in headings]
+    assert names[:2] == ["Summary", "Contents"], names
+    assert names.index("Contents") < names.index("Conclusions (computed from the results below)") < names.index("1. Patch size: MACs and parameters")
+    summary = page.split('<h2 id="summary">', 1)[1].split("<h2", 1)[0]
+    chosen = re.findall(r"<li>(.*?)</li>", summary, re.S)
+    assert 1 <= len(chosen) <= 5 and len(chosen) < len(result.conclusions)
+    assert "one conclusion per section" in summary.lower()  # the rule is stated
+    conclusions = _plain(page.split('<h2 id="conclusions-computed-from-the-results-below">', 1)[1].split("<h2", 1)[0])
+    assert all(_plain(c).strip() in conclusions for c in chosen)  # each is one of the report's conclusions
+    contents = page.split('<h2 id="contents">', 1)[1].split("<h2", 1)[0]
+    links = re.findall(r'<a href="#([^"]+)">', contents)
+    ids = [i for i, _ in headings]
+    assert links and set(links) <= set(ids), (links, ids)  # each entry leads to a heading
+    assert {"1-patch-size-macs-and-parameters", "conclusions-computed-from-the-results-below"} <= set(links)
+    assert "## Summary" in text and "](#1-patch-size-macs-and-parameters)" in text  # the markdown has them too
+
+
+def _plain(html_text: str) -> str:
+    return re.sub(r"<[^>]+>", "", html_text)
+
+
+def test_the_reproduce_line_shows_no_absolute_path(tmp_path, monkeypatch):
+    # issue 46: the Reproduce line showed an absolute path
+    monkeypatch.chdir(tmp_path)
+    result = _study_report(tmp_path)
+    line = next(x for x in result.report.read_text().splitlines() if x.startswith("**Reproduce:**"))
+    assert line == "**Reproduce:** `vitbench report study.yaml --out out`"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the report's folder is not under the current directory
+    result = _study_report(tmp_path, "out2")
+    line = next(x for x in result.report.read_text().splitlines() if x.startswith("**Reproduce:**"))
+    assert str(tmp_path) not in line
+    assert line == "**Reproduce:** `vitbench report study.yaml --out out2` (run in the folder that holds `out2/`)"

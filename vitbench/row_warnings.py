@@ -45,6 +45,7 @@ CODES: dict[str, str] = {
     "counter-note": "counting",         # a counter skipped, fell back or could not count
     "calibration-refused": "prediction",  # a cached calibration could not be used
     "calibration-not-saved": "prediction",
+    "calibration-busy": "prediction",   # the CPU calibration was measured while other processes held the cores
     "trace-misses-work": "prediction",  # the traced step has fewer MACs than the count (a fused fast path)
     "trace-cache-refused": "prediction",  # a damaged trace-cache entry was refused and the step traced again
     "gpu-unpriced-kernels": "prediction",  # kernels the GPU cost model prices far from what cuBLAS / cuDNN run

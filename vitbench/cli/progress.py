@@ -1,7 +1,9 @@
 """Progress of a long command on stderr: a tqdm bar on a terminal, a line per step otherwise,
 nothing under ``--quiet``. Standard output is never touched (it may be CSV or JSON). With
 ``delay_s``, a step says nothing unless it lasts that long (``analyze`` of a preset is instant;
-of a large traced model, minutes).
+of a large traced model, minutes); once anything was said, the counter never skips silently: the
+next line shown names the quick steps before it (``[3/4] label ([2/4] took under 2 s)``), and
+:meth:`Steps.close` names those after the last one shown.
 
 The library reports progress through callbacks, ``on_progress(done, total, label)``, called as
 the step ``done + 1`` of ``total`` starts; :class:`Steps` is such a callback. A step with no
@@ -55,18 +57,52 @@ class Steps:
         self._waiting: threading.Event | None = None
         self._pending: threading.Timer | None = None
         self._ticker: threading.Thread | None = None
+        self._shown = 0      # the last step (1-based) whose line was shown
+        self._started = 0    # the last step started
+        self._total = 0
+        self._label = ""
+        self._spoke = False  # whether any line was shown (a quick command stays silent)
 
     def _line(self, text: str) -> None:
         from vitbench.escape import terminal_text
 
         print(f"vitbench: {self.desc}: {terminal_text(text)}", file=self.stream, flush=True)
+        self._spoke = True
+
+    def _under(self) -> str:
+        return f"took under {self.delay_s:g} s"
+
+    def _skipped(self, before: int) -> tuple[int, int] | None:
+        """The steps started, not shown, after the last one shown and before step ``before``."""
+        first = self._shown + 1
+        return (first, before - 1) if before - 1 >= first else None
+
+    def _counter(self, first: int, last: int) -> str:
+        return f"[{first}/{self._total}]" if first == last else f"[{first}-{last}/{self._total}]"
+
+    def _show_step(self, step: int, total: int, label: str) -> None:
+        """Step ``step``'s line, naming the quick steps skipped since the last line shown."""
+        with self._lock:
+            if total == self._total and step <= self._shown:  # told already (close summed it up)
+                return
+            text = f"[{step}/{total}] {label}"
+            skipped = self._skipped(step) if total == self._total else None
+            if skipped is not None:
+                each = "" if skipped[0] == skipped[1] else " each"
+                text += f" ({self._counter(*skipped)} {self._under()}{each})"
+            self._line(text)
+            self._shown = max(self._shown, step)
 
     def __call__(self, done: int, total: int, label: str) -> None:
         self._stop_wait()
         if self.quiet:
             return
         if not self.use_bar:
-            self._line_later(f"[{done + 1}/{total}] {label}")
+            with self._lock:
+                if total != self._total:  # another count: a new series of steps
+                    self._total, self._shown = total, 0
+                self._started, self._label = done + 1, label
+            self._line_later(done + 1, total, label)
             return
         with self._lock:
             if self._bar is None or self._bar.total != total:
@@ -80,12 +116,12 @@ class Steps:
             self._bar.set_postfix_str(terminal_text(label)[:60], refresh=False)
             self._bar.update(done - self._bar.n)
 
-    def _line_later(self, text: str) -> None:
+    def _line_later(self, step: int, total: int, label: str) -> None:
         """The step's line now, or (``delay_s``) once the step has lasted that long."""
         if self.delay_s <= 0:
-            self._line(text)
+            self._show_step(step, total, label)
             return
-        self._pending = threading.Timer(self.delay_s, self._line, (text,))
+        self._pending = threading.Timer(self.delay_s, self._show_step, (step, total, label))
         self._pending.daemon = True
         self._pending.start()
 
@@ -133,6 +169,14 @@ class Steps:
         self._stop_wait()
         with self._lock:
             self._close_bar()
+            skipped = self._skipped(self._started + 1)
+            if self._spoke and not self.use_bar and skipped is not None:  # the quick steps after the last shown
+                first, last = skipped
+                if first == last:
+                    self._line(f"{self._counter(first, last)} {self._label} ({self._under()})")
+                else:
+                    self._line(f"{self._counter(first, last)} {self._under()} each, the last {self._label}")
+                self._shown = last
 
 
 def add_quiet_argument(parser) -> None:

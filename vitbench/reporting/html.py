@@ -139,12 +139,21 @@ def _link(match: re.Match, base: Path) -> str:
     return f'{tag}href="data:{mime};base64,{data}" download="{html.escape(path.name)}"'
 
 
+def slug(heading: str, separator: str = "-") -> str:
+    """A heading's anchor, as GitHub makes it for report.md and as the page's headings get it
+    (so the report's table of contents links work in both): lower case, punctuation dropped,
+    each space a dash."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", separator)
+
+
 def _converter() -> Any:
-    """Python-Markdown with tables and fenced code, raw HTML limited to :data:`_ALLOWED_TAGS`."""
+    """Python-Markdown with tables, fenced code and heading ids (:func:`slug`), raw HTML
+    limited to :data:`_ALLOWED_TAGS`."""
     import markdown
+    from markdown.extensions.toc import TocExtension
     from markdown.inlinepatterns import HtmlInlineProcessor
 
-    converter = markdown.Markdown(extensions=["tables", "fenced_code"], output_format="html")
+    converter = markdown.Markdown(extensions=["tables", "fenced_code", TocExtension(slugify=slug)], output_format="html")
     converter.preprocessors.deregister("html_block")
     converter.inlinePatterns.deregister("html")
     converter.inlinePatterns.register(HtmlInlineProcessor(_ALLOWED_HTML, converter), "html", 90)
@@ -178,4 +187,4 @@ def write(markdown_path: str | Path, title: str | None = None) -> Path:
     return out
 
 
-__all__ = ["MAX_ROWS", "document", "table", "text", "write"]
+__all__ = ["MAX_ROWS", "document", "slug", "table", "text", "write"]

@@ -91,6 +91,17 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
     (:func:`~vitbench.timemodel.calibration.cache.cache_dir`) is read, or the device calibrated on
     first use and the result saved there. ``on_calibrate(message)`` hears when a calibration
     starts (it takes about half a minute)."""
+    from vitbench.timemodel.calibration.schema import busy_warnings
+
+    found, warnings = _resolve_calibration(device, threads, precisions, calibration, recalibrate, on_calibrate)
+    if isinstance(found, Calibration):  # one measured while other processes held the cores says so
+        warnings = [*warnings, *busy_warnings(found)]
+    return found, warnings
+
+
+def _resolve_calibration(device: str, threads: int | None, precisions: Iterable[str], calibration: Any,
+                         recalibrate: bool, on_calibrate: Callable[[str], None] | None) -> tuple[Any, list]:
+    """:func:`resolve_calibration` without the busy-machine warning."""
     import torch
 
     device = check_device(device)

@@ -6,11 +6,13 @@ records and computes nothing the analytic model or the measurements did not alre
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from vitbench.reporting import markdown as md
+from vitbench.reporting.html import slug
 from vitbench.reporting.study.context import Report, ReportResult
 
 CONVENTIONS = (
@@ -58,32 +60,85 @@ def _sections() -> list[tuple[str, Callable[[Report], bool], bool]]:
     ]
 
 
-def build(report: Report, command: str) -> str:
-    """The markdown text of the report (sections run in order; empty ones are left out)."""
+#: the most conclusions the summary at the top of the report repeats
+SUMMARY_MAX = 5
+CONCLUSIONS_HEADING = "Conclusions (computed from the results below)"
+
+
+def summary(firsts: Sequence[str], total: int) -> list[str]:
+    """The summary's bullets: the first conclusion of each section that drew one, in report
+    order, at most :data:`SUMMARY_MAX`."""
+    return list(firsts[:SUMMARY_MAX])
+
+
+def reproduce_line(command: str, out: Path) -> str:
+    """The Reproduce line, with no absolute path: paths relative to the current directory when
+    the report's folder lies under it, else relative to the folder that holds the report's
+    folder (and the line says so). ``out``: where the report is written, unless the command
+    names its folder (``--out``: the report is built aside and swapped in)."""
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        return f"**Reproduce:** `{command}`"
+    if not any(os.path.isabs(t) for t in tokens):
+        return f"**Reproduce:** `{command}`"
+    if "--out" in tokens[:-1]:
+        out = Path(tokens[tokens.index("--out") + 1])
+    cwd, out = Path.cwd().resolve(), Path(os.path.abspath(out))
+    base = cwd if out.is_relative_to(cwd) else out.parent
+    shown = shlex.join(os.path.relpath(t, base) if os.path.isabs(t) else t for t in tokens)
+    where = "" if base == cwd else f" (run in the folder that holds `{out.name}/`)"
+    return f"**Reproduce:** `{shown}`{where}"
+
+
+def build(report: Report, command: str, out: Path | None = None) -> str:
+    """The markdown text of the report (sections run in order; empty ones are left out): title,
+    reproduce line, a summary and a table of contents, then the detail. ``out``: the report's
+    final folder (the reproduce line's paths are relative), by default where it is built."""
     from vitbench.reporting.study.environment import environment_lines
 
     meta = report.sidecar.get("sweep") or {}
-    rendered = []
+    rendered, firsts = [], []
     for title, section, default_only in _sections():
         if default_only and not report.sources:
             continue
         report.doc = md.Document()
+        before = len(report.conclusions)
         if section(report):
             rendered.append((title, report.doc))
+        if len(report.conclusions) > before:
+            firsts.append(report.conclusions[before])
+    headings = ["Environment", CONCLUSIONS_HEADING] + [f"{i}. {title}" for i, (title, _) in enumerate(rendered, 1)]
     body = md.Document()
     body.heading(1, f"vitbench report: {meta.get('name') or report.out.name}")
     if meta.get("description"):
         body.add(meta["description"])
-    body.add(f"**Reproduce:** `{command}`")
+    body.add(reproduce_line(command, out or report.out))
+    points = summary(firsts, len(report.conclusions))
+    if points:
+        body.heading(2, "Summary")
+        body.add(f"One conclusion per section (each section's first, at most {SUMMARY_MAX}); all "
+                 f"{len(report.conclusions)} are under {CONCLUSIONS_HEADING.split(' (')[0]} below.")
+        body.bullets(points)
+    body.heading(2, "Contents")
+    top, body = body, md.Document()
     body.add(f"**Conventions:** {CONVENTIONS}")
     body.heading(2, "Environment")
     body.bullets(environment_lines(report.records, report.sidecar))
-    body.heading(2, "Conclusions (computed from the results below)")
+    body.heading(2, CONCLUSIONS_HEADING)
     body.bullets(report.conclusions or ["(no section had enough rows to conclude anything)"])
-    for i, (title, doc) in enumerate(rendered, 1):
-        body.heading(2, f"{i}. {title}")
+    for heading, (_, doc) in zip(headings[2:], rendered):
+        body.heading(2, heading)
         body.add(*doc.blocks)
-    return body.render()
+    return f"{top.render()}\n{contents(headings)}\n\n{body.render()}"
+
+
+def contents(headings: Sequence[str]) -> str:
+    """The table of contents: a link to each heading's anchor (:func:`slug`: letters, digits and
+    dashes; added after the document is made safe, which keeps links to files and web pages only)."""
+    from vitbench.escape import markdown_text
+
+    return "\n".join(f"- {markdown_text(f'[{h}]').strip()}(#{slug(h)})" for h in headings)
 
 
 def is_default_study(sidecar: dict[str, Any]) -> bool:

@@ -312,3 +312,36 @@ def summary(calibration: Calibration) -> dict[str, Any]:
         "framework_infer_s": calibration.framework_s.get("infer"), "framework_train_s": calibration.framework_s.get("train"),
         "in_step_factor": calibration.in_step_factor, "operators_fitted": len(calibration.ops),
     }
+
+
+def _load_number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def busy_warnings(calibration: Calibration) -> list[dict[str, str]]:
+    """``[calibration-busy warning]`` when ``calibration`` was measured while other processes held
+    the cores it needed, else ``[]`` (also for a file written before the ``machine`` note,
+    :func:`~vitbench.timemodel.calibration.worker.load_finish`). Busy by the rule of
+    ``profile``'s ``busy-machine`` warning: ``busy_cores + threads > cpus + 0.5``; where
+    ``busy_cores`` is unknown, the load average as the calibration began in its place. A busy
+    calibration is kept, with this warning: its rates are slower than the machine's at rest."""
+    from vitbench.row_warnings import warning
+
+    machine = calibration.notes.get("machine") if isinstance(calibration.notes, dict) else None
+    if not isinstance(machine, dict):
+        return []
+    cpus = _load_number(machine.get("cpus")) or 1.0
+    threads = _load_number(machine.get("threads")) or float(calibration.threads or 1)
+    busy, load = _load_number(machine.get("busy_cores")), _load_number(machine.get("loadavg_1m_start"))
+    others = busy if busy is not None else load
+    if others is None or others + threads <= cpus + 0.5:
+        return []
+    held = f"other processes used {busy:.1f} of {cpus:.0f} cores" if busy is not None else \
+        f"the load average was {load:.1f} on {cpus:.0f} cores"
+    shown = f", load average {load:.1f}" if busy is not None and load is not None else ""
+    return [warning(
+        "calibration-busy",
+        f"the CPU calibration was measured on a busy machine ({held}{shown}, with {threads:.0f} calibration "
+        "thread(s)): its rates are slower than this machine's at rest, so predicted times are likely too long",
+        "recalibrate on a quiet machine: `vitbench predict ... --recalibrate` (or `vitbench calibrate`)",
+    )]

@@ -64,6 +64,7 @@ def calibrate_here(threads: int, dtypes: tuple[str, ...] = ("float32",), block_s
     torch.set_num_threads(threads)
     threads = torch.get_num_threads()
     torch.set_flush_denormal(True)  # repeated in-place optimizer updates must not go subnormal (this is a worker)
+    load_from = load_start()  # the machine's load while it runs: a busy one is kept with a warning
     started = time.perf_counter()
 
     def timed(run: Callable[[], Any], block: float = block_s) -> float:
@@ -103,9 +104,37 @@ def calibrate_here(threads: int, dtypes: tuple[str, ...] = ("float32",), block_s
         basis="calibration", gemm=gemm, efficiency=efficiency, ops=ops, overhead_s=overhead_s,
         bandwidth_bytes_s=bandwidth, framework_s=framework, in_step_factor=factor,
         seconds=time.perf_counter() - started,
-        notes={"malloc": malloc, "gemm_s": round(gemm_s, 2), "probes_s": round(probe_s, 2),
+        notes={"machine": load_finish(load_from, threads), "malloc": malloc, "gemm_s": round(gemm_s, 2), "probes_s": round(probe_s, 2),
                "probe_steps": [[s.probe, s.mode, s.step_s, s.ops_s, s.compute_s, s.ops, s.optimizer_ops] for s in steps]},
     )
+
+
+def load_start() -> dict[str, Any]:
+    """The counters as a calibration begins (in the process that measures)."""
+    from vitbench.measure.machine import _cpu_jiffies, _own_jiffies, load_average
+
+    load = load_average()
+    return {"all": _cpu_jiffies(), "own": _own_jiffies(), "at": time.monotonic(), "load": load[0] if load else None}
+
+
+def load_finish(started: dict[str, Any], threads: int) -> dict[str, Any]:
+    """The ``machine`` note of a calibration that began at ``started`` (:func:`load_start`):
+    ``cpus`` (CPUs the worker could run on), ``threads``, ``busy_cores`` (CPU time other processes
+    took during the calibration over its wall time: machine-wide non-idle time less the worker's
+    own, 1.0 = one core; None where /proc/stat cannot be read), ``loadavg_1m_start`` and
+    ``loadavg_1m_end`` (the 1-minute load average as it began and ended; None where unknown).
+    :func:`~vitbench.timemodel.calibration.schema.busy_warnings` judges it."""
+    from vitbench.measure.machine import _cpu_jiffies, _own_jiffies, affinity_cpus, load_average
+
+    end_all, end_own, elapsed = _cpu_jiffies(), _own_jiffies(), time.monotonic() - started["at"]
+    busy = None
+    if None not in (started["all"], started["own"], end_all, end_own) and elapsed > 0:
+        ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        other = (end_all - started["all"]) - (end_own - started["own"])
+        busy = round(max(0.0, other / ticks / elapsed), 2)
+    load = load_average()
+    return {"cpus": affinity_cpus(), "threads": threads, "busy_cores": busy,
+            "loadavg_1m_start": started["load"], "loadavg_1m_end": load[0] if load else None}
 
 
 def _main() -> int:
