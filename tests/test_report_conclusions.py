@@ -24,7 +24,9 @@ def _conclusions(text: str) -> list[str]:
 
 
 def _section(text: str, title: str) -> str:
-    return text.split(title, 1)[1].split("\n## ", 1)[0]
+    """The section under the heading that holds ``title`` (not its line in the table of contents)."""
+    heading = next(line for line in text.splitlines() if line.startswith("## ") and title in line)
+    return text.split(heading + "\n", 1)[1].split("\n## ", 1)[0]
 
 
 def _render(tmp_path, records, **kwargs):
