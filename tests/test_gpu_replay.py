@@ -38,15 +38,33 @@ def _fit_script():
 @pytest.mark.slow
 def test_the_published_data_centre_parameters_are_what_the_fit_makes_of_the_recorded_steps():
     """gpu_params.json's data-centre entry is reproducible: the fit script, run on the recorded
-    steps, gives the same parameters and the default host is the H100 machine's."""
-    fitted, hosts, host_bound, light = _fit_script().fit_all(recorded(ROOT))
+    steps, gives the same parameters (to the 4 digits written) and the default host is the H100
+    machine's, with the torch release that traced them. With another release (each traces a step
+    a little differently) the pair gemm_eff / k_half, which only their product pins, may move:
+    there the two parameter sets must predict the recorded steps alike (median within 3%)."""
+    import statistics
+
+    import torch
+
+    from vitbench.timemodel.gpu_fit import Stacked
+    from vitbench.timemodel.gpu_model import GenerationParams
+    from vitbench.timemodel.gpu_records import observations
+
+    measured = recorded(ROOT)
+    fitted, hosts, host_bound, light = _fit_script().fit_all(measured)
     published = json.loads((ROOT / "vitbench" / "data" / "gpu_params.json").read_text())
-    assert published["generations"]["datacenter"]["light_dispatch"] == light
-    entry = published["generations"]["datacenter"]["params"]
-    for name, value in asdict(fitted).items():
-        if name not in ("host_infer_s", "host_train_s"):
-            assert entry[name] == pytest.approx(value, rel=2e-3), name
-    assert published["hosts"]["default"]["infer_s"] == pytest.approx(hosts["h100-vm"][0], rel=2e-3)
+    entry = published["generations"]["datacenter"]
+    if entry["traced_with"] == f"torch {torch.__version__.split('+')[0]}":
+        assert entry["light_dispatch"] == light
+        for name, value in asdict(fitted).items():
+            if name not in ("host_infer_s", "host_train_s"):
+                assert entry["params"][name] == pytest.approx(value, rel=2e-3), name
+        assert published["hosts"]["default"]["infer_s"] == pytest.approx(hosts["h100-vm"][0], rel=2e-3)
+    else:
+        stacked = Stacked(observations(measured, hosts), entry["light_dispatch"])
+        ours = stacked.latencies(GenerationParams.from_dict(entry["params"]))
+        again = stacked.latencies(fitted)
+        assert statistics.median(abs(a / b - 1) for a, b in zip(again, ours)) < 0.03
     assert host_bound >= 40
 
 

@@ -172,6 +172,8 @@ def main() -> int:
 
 
 def write_params(params, hosts, validation, light) -> None:
+    import torch
+
     path = ROOT / "vitbench" / "data" / "gpu_params.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     data["generations"]["datacenter"] = {
@@ -179,6 +181,7 @@ def write_params(params, hosts, validation, light) -> None:
                                                                          host_train_s=hosts["h100-vm"][1])).items()},
         "rates": "sustained",
         "light_dispatch": light,
+        "traced_with": f"torch {torch.__version__.split('+')[0]}",
         "fitted_on": "H100 80GB HBM3 (79 steps) and H200 (48 steps) measured by vitbench, torch 2.11 "
                      "(benchmarks/gpu/fit_datacenter.py); efficiencies relative to each card's sustained rates",
     }
