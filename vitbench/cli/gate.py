@@ -271,6 +271,8 @@ def gate(got: dict[str, str], work: Path) -> int:
         (work / "gate.md").write_text("### vitbench gate: no baseline yet; this run's results are recorded\n")
     else:
         code = compare_to(baseline, got, work)
+        if code == 2:  # a baseline or rule the user must fix (compare said which, in one line): nothing recorded
+            return 2
     if got["add_to_history"] == "true":
         commit = record(got, work)
         if commit is None:
