@@ -386,11 +386,20 @@ def test_a_calibration_file_without_the_machine_load_still_loads_and_is_not_flag
 
 @pytest.mark.slow  # a calibration on a 2 x 2 x 2 GEMM grid and the full probes: ~25 s on 2 cores
 def test_calibrate_here_saves_the_machine_load_in_the_file(monkeypatch):
+    import torch
+
     import vitbench.timemodel.calibration.worker as worker
 
     monkeypatch.setattr(worker, "GEMM_M", (1, 8))
     monkeypatch.setattr(worker, "GEMM_KN", (16, 64))
-    made = Calibration.from_json(worker.calibrate_here(1).to_json())
+    threads = torch.get_num_threads()
+    try:
+        made = Calibration.from_json(worker.calibrate_here(1).to_json())
+    finally:
+        # calibrate_here is a worker's body: it flushes denormals to zero and sets the thread count
+        # for its whole process; this test's process goes on (hypothesis refuses to run under FTZ)
+        torch.set_flush_denormal(False)
+        torch.set_num_threads(threads)
     machine = made.notes["machine"]
     assert machine["threads"] == 1 and machine["cpus"] >= 1
     assert machine["busy_cores"] is None or machine["busy_cores"] >= 0
