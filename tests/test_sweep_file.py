@@ -210,3 +210,14 @@ def test_run_setting_flags_are_the_same_as_profiles():
     (study,) = build_plan(build_parser().parse_args(argv)).studies
     m = study.measure
     assert (m.min_run_time_s, m.memory_limit_bytes, m.timeout_s, m.runs) == (0.5, 2**30, 30.0, 3)
+
+
+@pytest.mark.parametrize("digits", ["²", "٣", "１"])  # superscript two, Arabic-Indic three, fullwidth one
+def test_a_batch_size_in_another_scripts_digits_is_refused_in_one_line(tmp_path, capsys, digits):
+    """str.isdigit() is true for these, int() refuses some: numbers are the digits 0-9, as in every
+    other file vitbench reads (found by the slow fuzzer: an internal error, exit 3)."""
+    path = tmp_path / "sweep.yaml"
+    path.write_text(f"models: [mnist-vit]\nbatch_sizes: [1, '{digits}']\nstages: [analytic]\n", encoding="utf-8")
+    assert main(["sweep", str(path), "--dry-run", "--out", str(tmp_path / "store")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "must be a positive integer" in err[0]

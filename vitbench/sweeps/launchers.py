@@ -54,7 +54,7 @@ def visible_gpus(gpus: Sequence[str] | str | None = None) -> list[str]:
         import torch
 
         devices = [str(i) for i in range(torch.cuda.device_count())]
-    bad = [d for d in devices if not (d.isdigit() or d.startswith(("GPU-", "MIG-")))]
+    bad = [d for d in devices if not ((d.isascii() and d.isdigit()) or d.startswith(("GPU-", "MIG-")))]
     if bad:
         raise VitbenchError(f"--gpus={bad[0]!r}: not a GPU: give device indices (0,1) or UUIDs (GPU-..., MIG-...)")
     if not devices:

@@ -74,7 +74,7 @@ class Checker:
     def positive_ints(self, key: str, value: Any) -> tuple[int, ...]:
         out: list[int] = []
         for item in self.listof(key, value):
-            if isinstance(item, str) and item.strip().isdigit() and len(item.strip()) <= 30:
+            if isinstance(item, str) and item.strip().isascii() and item.strip().isdigit() and len(item.strip()) <= 30:
                 item = int(item.strip())
             if isinstance(item, bool) or not isinstance(item, int) or item <= 0:
                 raise self.fail(key, item, "must be a positive integer")
