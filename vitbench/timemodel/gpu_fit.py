@@ -94,7 +94,7 @@ class Stacked:
                                 train, own))
         self.measured = np.array([o.measured_s for o in self.observations])
 
-    def latencies(self, params: GenerationParams, light_dispatch: float | None = None) -> Any:
+    def latencies(self, params: GenerationParams) -> Any:
         import numpy as np
 
         from vitbench.timemodel.gpu_model import host_weights, kernel_times
@@ -103,8 +103,7 @@ class Stacked:
         for spec, tf32, indices, table, starts, lengths, train, own in self.groups:
             _, device = kernel_times(table, spec, params, tf32)
             per_op = np.where(train, params.host_train_s, params.host_infer_s)
-            light = self.light_dispatch if light_dispatch is None else light_dispatch
-            host = host_weights(table, light) * np.where(np.isnan(own), per_op, own)
+            host = host_weights(table, self.light_dispatch) * np.where(np.isnan(own), per_op, own)
             cumulative = np.cumsum(host)
             before = np.concatenate([[0.0], cumulative])[starts]
             host_seg = cumulative - np.repeat(before, lengths)

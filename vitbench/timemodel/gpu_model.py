@@ -44,7 +44,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -372,10 +372,6 @@ def predict_gpu(ops: Iterable[Op], profile: GpuProfile, mode: str, tf32: bool = 
     return predict_table(op_table(list(ops)), profile, mode, tf32)
 
 
-def params_dict(params: GenerationParams) -> dict[str, float]:
-    return asdict(params)
-
-
 __all__ = [
     "BREAKDOWN",
     "DATASHEET",
@@ -392,7 +388,6 @@ __all__ = [
     "kernel_times",
     "op_table",
     "parameter_file",
-    "params_dict",
     "predict_gpu",
     "predict_table",
     "profile_for",
