@@ -10,6 +10,8 @@ import shutil
 import zlib
 from pathlib import Path
 
+from vitbench.timemodel.calibration.schema import SCHEMA_VERSION
+
 #: placeholder -> (file name, bytes)
 FILES = {
     # report: measured rows without a batch size (KeyError 'batch_size', exit 3)
@@ -64,7 +66,7 @@ def _newline_key_calibration(root: Path) -> Path:
     data = dict(device="cpu", device_name="synthetic", threads=1, torch=torch.__version__, basis="calibration",
                 gemm={"float32": rows}, efficiency={}, ops={}, overhead_s=1e-6, bandwidth_bytes_s=1e9,
                 framework_s={"infer": 3e-6, "train": 4e-6, "optimizer": 5e-7}, in_step_factor=1.0, seconds=1.0,
-                schema_version=2, notes={})
+                schema_version=SCHEMA_VERSION, notes={})
     data["a\nb"] = 1
     path = root / "fuzz_newline_key_calibration.json"
     path.write_text(json.dumps(data))

@@ -15,6 +15,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from vitbench.timemodel.calibration.schema import SCHEMA_VERSION
+
 # --------------------------------------------------------------------------- hostile values
 #: text a user's (or an attacker's) file may hold where a number, a name or a list belongs
 HOSTILE_TEXT = (
@@ -373,7 +375,7 @@ def calibration_document(torch_version: str) -> dict[str, Any]:
         "gemm": {"float32": rows}, "efficiency": {"conv": [[1, 1, 1, 0.5]], "attention": [[1, 1, 1, 0.25]]},
         "ops": {"gelu": [2e-6, 5e8]}, "overhead_s": 1e-6, "bandwidth_bytes_s": 1e9,
         "framework_s": {"infer": 3e-6, "train": 4e-6, "optimizer": 5e-7}, "in_step_factor": 1.0, "seconds": 0.0,
-        "schema_version": 2, "notes": {},
+        "schema_version": SCHEMA_VERSION, "notes": {},
     }
 
 

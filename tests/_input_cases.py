@@ -12,6 +12,8 @@ import shutil
 import zlib
 from pathlib import Path
 
+from vitbench.timemodel.calibration.schema import SCHEMA_VERSION
+
 
 def _calibration(**changes) -> dict:
     import torch
@@ -21,7 +23,7 @@ def _calibration(**changes) -> dict:
         device="cpu", device_name="synthetic", threads=1, torch=torch.__version__, basis="calibration",
         gemm={"float32": rows}, efficiency={}, ops={"gelu": [2e-6, 5e8]}, overhead_s=1e-6, bandwidth_bytes_s=1e9,
         framework_s={"infer": 3e-6, "train": 4e-6, "optimizer": 5e-7}, in_step_factor=1.0, seconds=1.0,
-        schema_version=2, notes={},
+        schema_version=SCHEMA_VERSION, notes={},
     )
     data.update(changes)
     return data

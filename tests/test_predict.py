@@ -21,7 +21,7 @@ from vitbench.errors import SpecError
 from vitbench.models.references import resolve
 from vitbench.timemodel.calibration.cache import calibration_key, load, save
 from vitbench.timemodel.calibration.fitting import fit_affine, fit_steps
-from vitbench.timemodel.calibration.schema import CalibrationError
+from vitbench.timemodel.calibration.schema import SCHEMA_VERSION, CalibrationError
 from vitbench.timemodel.cost import training_cost
 from vitbench.timemodel.fast import Predictor
 from vitbench.timemodel.model import BREAKDOWN, predict_ops
@@ -157,7 +157,7 @@ def test_calibration_round_trip(tmp_path):
 @pytest.mark.parametrize("text, reason", [
     ("{not json", "not (valid )?JSON"),
     (json.dumps({"schema_version": 99}), "schema_version is 99"),
-    (json.dumps({"schema_version": 2, "device": "cpu"}), "damaged"),
+    (json.dumps({"schema_version": SCHEMA_VERSION, "device": "cpu"}), "damaged"),
     ("\xff\xfe", "not (valid )?JSON"),
 ])
 def test_damaged_calibration_is_refused_with_the_reason(tmp_path, text, reason):
@@ -278,7 +278,7 @@ def test_a_calibration_file_asked_for_by_name_and_damaged_is_refused_not_replace
     calls = []
     monkeypatch.setattr(run, "calibrate", lambda device, threads, precisions: calls.append(threads) or synthetic(threads=threads))
     damaged = tmp_path / "cal.json"
-    damaged.write_text('{"schema_version": 2, "gemm": ')
+    damaged.write_text(f'{{"schema_version": {SCHEMA_VERSION}, "gemm": ')
     with pytest.raises(CalibrationError, match=r"--calibration=.*cal.json.*refused \(damaged: not (valid )?JSON"):
         vitbench.predict("mnist-vit", calibration=damaged, threads=1)
     assert main(["predict", "mnist-vit", "--calibration", str(tmp_path / "missing.json"), "--threads", "1"]) == 2

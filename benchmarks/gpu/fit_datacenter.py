@@ -34,7 +34,9 @@ sys.path.insert(0, str(ROOT))
 #: from the host's dispatch: left free, the fit trades one for the other), and the hosts (fitted
 #: per machine, apart)
 FIXED = ("l2_gain", "launch_floor_s", "kernel_tail_s", "host_infer_s", "host_train_s")
-START = dict(gemm_eff=0.8, conv_eff=0.5, attention_eff=0.6, k_half=64.0, bandwidth_eff=0.8, grouped_eff=0.5, l2_gain=1.0,
+START = dict(gemm_eff=0.8, conv_eff=0.5, attention_eff=0.6, k_half=64.0, bandwidth_eff=0.8, grouped_eff=0.5,
+             grouped_wgrad_eff=0.1, layout_passes=2.0,
+             depthwise_eff=0.3, depthwise_wgrad_eff=0.05, sm_bytes_per_clock=12.0, l2_gain=1.0,
              launch_floor_s=2.5e-6, kernel_tail_s=2e-6, host_infer_s=30e-6, host_train_s=50e-6)
 #: where a fitted value sits when the data did not move it: the prior's weight
 PRIOR_WEIGHT = 0.05

@@ -21,7 +21,7 @@ of the machine it was measured on), so that measurements from several machines f
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -36,8 +36,10 @@ from vitbench.timemodel.gpus import GpuSpec
 #: (lower, upper) bound of each parameter. Efficiencies may pass 1: they are relative to the
 #: vendor's peak at the rated boost clock, and GeForce cards run above it when cool
 BOUNDS = {
-    "gemm_eff": (0.05, 1.5), "conv_eff": (0.05, 1.5), "attention_eff": (0.05, 1.5), "k_half": (1.0, 1024.0),
-    "bandwidth_eff": (0.1, 1.2), "grouped_eff": (0.01, 1.5), "l2_gain": (1.0, 10.0),
+    "gemm_eff": (0.05, 1.5), "conv_eff": (0.05, 1.5), "conv_backward_eff": (0.02, 1.5), "attention_eff": (0.05, 1.5), "k_half": (1.0, 1024.0),
+    "bandwidth_eff": (0.1, 1.2), "grouped_eff": (0.005, 1.5), "grouped_wgrad_eff": (0.001, 1.5),
+    "layout_passes": (0.05, 8.0), "depthwise_eff": (0.005, 1.5),
+    "depthwise_wgrad_eff": (0.001, 1.5), "sm_bytes_per_clock": (1.0, 64.0), "l2_gain": (1.0, 10.0),
     "launch_floor_s": (0.5e-6, 30e-6), "kernel_tail_s": (0.01e-6, 30e-6), "host_infer_s": (0.5e-6, 200e-6), "host_train_s": (0.5e-6, 300e-6),
 }
 
@@ -84,7 +86,7 @@ class Stacked:
             starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
             columns = {name: np.concatenate([getattr(t, name) for t in tables])
                        for name in ("kind", "component", "flops", "bytes", "m", "k", "n", "low_precision", "launches",
-                                    "host_units", "light")}
+                                    "host_units", "light", "relayout")}
             stacked = OpTable(**columns, macs=0, total_bytes=0)
             train = np.repeat([self.observations[i].mode == "train" for i in indices], lengths)
             # each operator's own host time where its observation states one (NaN: the params')
@@ -124,15 +126,17 @@ def log_errors(observations: Sequence[Observation], params: GenerationParams) ->
 
 
 def fit(observations: Sequence[Observation], start: GenerationParams | None = None,
-        fixed: Sequence[str] = (), max_evaluations: int = 400, prior_weight: float = 0.0,
+        fixed: Sequence[str] = (), max_evaluations: int = 400, prior_weight: float | Mapping[str, float] = 0.0,
         light_dispatch: float = 1.0) -> GenerationParams:
     """The parameters that minimise the soft-L1 of the log errors (``fixed`` ones kept at
-    ``start``), regularised toward ``start`` with ``prior_weight`` (0: not at all)."""
+    ``start``), regularised toward ``start`` with ``prior_weight`` (0: not at all; a mapping:
+    each parameter's own weight, 0 for one it does not name)."""
     import numpy as np
     from scipy.optimize import least_squares
 
     start = start or GenerationParams()
-    names = [f.name for f in fields(GenerationParams) if f.name not in fixed]
+    # a parameter at 0 means "none" (sm_bytes_per_clock: no bound): not fitted
+    names = [f.name for f in fields(GenerationParams) if f.name not in fixed and getattr(start, f.name) > 0]
     low = np.log([BOUNDS[n][0] for n in names])
     high = np.log([BOUNDS[n][1] for n in names])
     x0 = np.clip(np.log([getattr(start, n) for n in names]), low + 1e-9, high - 1e-9)
@@ -144,14 +148,15 @@ def fit(observations: Sequence[Observation], start: GenerationParams | None = No
 
     stacked = Stacked(observations, light_dispatch)
     prior = x0.copy()
+    weights = np.array([prior_weight.get(n, 0.0) if isinstance(prior_weight, Mapping) else prior_weight for n in names])
 
     def residuals(x):
         errors = stacked.log_errors(params_at(x))
-        if prior_weight <= 0:
+        if not (weights > 0).any():
             return errors
         # soft_l1 applies to every residual: the prior's are scaled so that it stays quadratic
-        # where it matters (a factor e^1 away costs prior_weight^2)
-        return np.concatenate([errors, prior_weight * (x - prior)])
+        # where it matters (a factor e^1 away costs weight^2)
+        return np.concatenate([errors, weights * (x - prior)])
 
     result = least_squares(residuals, x0, bounds=(low, high), loss="soft_l1", f_scale=0.1,
                            max_nfev=max_evaluations, diff_step=1e-3)
@@ -163,7 +168,7 @@ def at_bounds(params: GenerationParams, fixed: Sequence[str] = (), tolerance: fl
     what the data could not identify."""
     out = []
     for f in fields(GenerationParams):
-        if f.name in fixed:
+        if f.name in fixed or getattr(params, f.name) <= 0:
             continue
         low, high = BOUNDS[f.name]
         value = getattr(params, f.name)

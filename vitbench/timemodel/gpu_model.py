@@ -11,11 +11,20 @@ Each operator is one of five kinds, priced on the device:
         wave(m, n) = tiles / (ceil(tiles / SMs) x SMs), tiles = ceil(m / 128) x ceil(n / 128)
                      (or 64 x 64 tiles at 0.8 of the rate, whichever is faster): the last wave
                      of tiles leaves SMs idle
-    grouped and depthwise convolutions (CUDA cores, not tensor cores):
+    grouped and depthwise convolutions cuDNN runs (CUDA cores, not tensor cores):
         t = max(2 x MACs / (2 x peak_fp32 x grouped_eff), bytes / (bandwidth x grouped_eff))
+    depthwise convolutions PyTorch runs with its own kernels (:mod:`~vitbench.timemodel.conv_kernels`
+    says which: every bfloat16 one in NCHW, 7x7 ones in any precision), forward and the
+    input's gradient at ``depthwise_eff``, the weight's gradient at ``depthwise_wgrad_eff``:
+        t = max(2 x MACs_d / (peak_fp32 x depthwise_eff) + 2 x MACs_w / (peak_fp32 x depthwise_wgrad_eff),
+                bytes / memory_rate)
     everything else (norms, activations, casts, copies, reductions, pooling, the loss):
-        t = bytes x (f / (bandwidth x l2_gain) + (1 - f) / bandwidth) / bandwidth_eff
+        t = bytes x (f / (memory_rate x l2_gain) + (1 - f) / memory_rate)
         f = min(1, L2 / bytes)  (the part of its traffic an L2 of that size can hold)
+        memory_rate = min(bandwidth x bandwidth_eff, SMs x clock x sm_bytes_per_clock)
+                      (PyTorch's own kernels keep a bounded number of loads in flight per SM: a
+                      card with more bandwidth but the same SMs, an H200 against an H100, runs
+                      them little faster; sm_bytes_per_clock 0: no such bound)
     operators that launch nothing (dropout in eval, ``to`` the same dtype, views): t = 0
     the optimizer's per-parameter operators run as ``_foreach`` kernels: one launch per 48
         tensors, their bytes at the bandwidth
@@ -66,9 +75,21 @@ FOREACH_HOST_UNITS_PER_TENSOR = 0.02
 LIGHT_OPS = frozenset({"to", "_to_copy"})
 
 #: kinds of operator (the pricing rule each follows)
-NONE, GEMM, CONV, ATTENTION, GROUPED, MEMORY = range(6)
-_KIND_OF_KERNEL = {"gemm": GEMM, "bmm": GEMM, "conv": CONV, "conv_backward": CONV, "attention": ATTENTION,
-                   "attention_backward": ATTENTION, "conv_grouped": GROUPED, "conv_grouped_backward": GROUPED}
+NONE, GEMM, CONV, ATTENTION, GROUPED, MEMORY, DEPTHWISE, DEPTHWISE_BACKWARD, GROUPED_BACKWARD, CONV_BACKWARD = range(10)
+_KIND_OF_KERNEL = {"gemm": GEMM, "bmm": GEMM, "conv": CONV, "conv_backward": CONV_BACKWARD, "conv_nchw": CONV,
+                   "conv_nchw_backward": CONV_BACKWARD, "attention": ATTENTION, "attention_backward": ATTENTION,
+                   "conv_grouped": GROUPED, "conv_grouped_backward": GROUPED_BACKWARD,
+                   "conv_depthwise": DEPTHWISE, "conv_depthwise_backward": DEPTHWISE_BACKWARD}
+#: memory-bound operators whose CUDA kernels pass over their tensors more often than once: the
+#: traffic they move, in multiples of their arguments' and results' bytes. PyTorch's batch norm in
+#: training collects the statistics in one kernel and normalises in another (input read twice:
+#: 3 tensor passes for 2); its backward reduces grad_output and input, then reads both again to
+#: write grad_input (5 for 3); layer norm's backward computes grad_input and the weight's
+#: gradients in separate kernels over dy and x (5 for 3)
+TRAFFIC_PASSES = {"native_batch_norm": 1.5, "_native_batch_norm_legit": 1.5, "native_batch_norm_backward": 5 / 3,
+                  "native_layer_norm_backward": 5 / 3}
+#: kernels whose activations a CUDA device rewrites from NCHW to NHWC and back (conv_kernels.nchw_half)
+_RELAYOUT_KERNELS = frozenset({"conv_nchw", "conv_nchw_backward"})
 _LOW_PRECISION = {"float16": 1, "bfloat16": 2}
 
 
@@ -77,11 +98,18 @@ class GenerationParams:
     """The fitted parameters of one architecture generation (docs/time.md: what each means)."""
 
     gemm_eff: float = 0.7          # achieved fraction of the tensor peak, matrix products
-    conv_eff: float = 0.6          # ... convolutions (implicit GEMM, forward and backward)
+    conv_eff: float = 0.6          # ... convolutions (implicit GEMM, forward)
+    conv_backward_eff: float = 0.0  # ... their backward (the input's and the weight's gradients; 0: conv_eff)
     attention_eff: float = 0.5     # ... fused attention kernels
     k_half: float = 32.0           # reduction length at which a GEMM reaches half its rate
     bandwidth_eff: float = 0.8     # achieved fraction of DRAM bandwidth, memory-bound kernels
-    grouped_eff: float = 0.4       # achieved fraction for grouped / depthwise convolutions
+    grouped_eff: float = 0.4       # achieved fraction for grouped / depthwise convolutions cuDNN runs
+    grouped_wgrad_eff: float = 0.0  # ... their weight's gradient (0: grouped_eff)
+    layout_passes: float = 0.0     # passes over a half-precision NCHW convolution's bytes to rewrite its layout
+    depthwise_eff: float = 0.0     # ... of the FP32 peak, PyTorch's own depthwise kernels (forward, input's
+    #                                gradient; 0: priced as cuDNN's grouped ones, as fits made before the two were told apart)
+    depthwise_wgrad_eff: float = 0.0  # ... their weight's gradient
+    sm_bytes_per_clock: float = 0.0  # bytes an SM moves per clock in PyTorch's memory-bound kernels (0: no bound)
     l2_gain: float = 2.0           # how much faster L2-resident traffic moves than DRAM's
     launch_floor_s: float = 3e-6   # the least a launched kernel takes
     kernel_tail_s: float = 1e-6    # what every launched kernel adds (ramp-up and drain of its waves)
@@ -182,20 +210,31 @@ def fit_source(spec: GpuSpec) -> str:
 
 
 #: the efficiencies of cuDNN's convolution kernels, which differ by architecture (Hopper's
-#: NCHW convolutions ran at a third of its tensor rate; Ampere's and Ada's published steps
-#: say theirs do not): a data-centre card of a generation with its own fit takes these from it
+#: NCHW half-precision convolutions rewrite their layout and run at a fraction of its tensor
+#: rate; Ampere's and Ada's published steps say theirs do not): a data-centre card of a
+#: generation with its own fit takes its forward efficiencies from it, and its backward ones as
+#: the same multiple of them as the data-centre fit found (a backward kernel against its
+#: forward); that generation's fit absorbs the layout rewrite and PyTorch's own depthwise
+#: kernels (it priced them as cuDNN's), so the data-centre fit's terms for them are left out
 LIBRARY_KERNELS = ("conv_eff", "grouped_eff")
+_BACKWARD_OF = {"conv_backward_eff": "conv_eff", "grouped_wgrad_eff": "grouped_eff"}
 
 
-def _library_kernels(generation: str) -> dict[str, float]:
-    """The convolution efficiencies of ``generation``'s own fit, or of the one it borrows (none
-    for Hopper: the data-centre fit is its own)."""
+def _library_kernels(generation: str, params: GenerationParams) -> dict[str, float]:
+    """The convolution efficiencies of ``generation``'s own fit (or of the one it borrows) for a
+    data-centre card whose parameters are otherwise ``params`` (the data-centre fit's); nothing
+    for Hopper, whose fit the data-centre fit is."""
     data = parameter_file()
     if generation == data.get("datacenter_generation", "hopper"):
         return {}
     source = generation if generation in data["generations"] else data["borrow"].get(generation)
-    entry = data["generations"].get(source or "", {})
-    return {name: float(entry["params"][name]) for name in LIBRARY_KERNELS if name in entry.get("params", {})}
+    own = data["generations"].get(source or "", {}).get("params", {})
+    out = {name: float(own[name]) for name in LIBRARY_KERNELS if name in own}
+    for backward, forward in _BACKWARD_OF.items():
+        ratio = getattr(params, backward) / getattr(params, forward) if getattr(params, backward) > 0 else 1.0
+        if forward in out:
+            out[backward] = out[forward] * ratio
+    return {**out, "layout_passes": 0.0, "depthwise_eff": 0.0, "depthwise_wgrad_eff": 0.0} if out else {}
 
 
 def profile_for(spec: GpuSpec, host: HostParams | None = None) -> GpuProfile:
@@ -207,7 +246,7 @@ def profile_for(spec: GpuSpec, host: HostParams | None = None) -> GpuProfile:
     entry = data["generations"][source]
     params = GenerationParams.from_dict(entry["params"])
     if source == "datacenter":
-        params = replace(params, **_library_kernels(spec.generation))
+        params = replace(params, **_library_kernels(spec.generation, params))
     host_from = f"{source} fit's host"
     if host is None and source == "datacenter":
         host = default_host()
@@ -238,6 +277,7 @@ class OpTable:
     host_units: Any      # host dispatches (a foreach call: 1 + its tensors x a small per-tensor cost)
     light: Any           # 1 for a dispatch with no Python frame of its own: autocast's casts, operators
     #                      that launch nothing (a view, dropout in eval); 0 otherwise
+    relayout: Any        # 1 for a convolution whose activations the device rewrites NCHW <-> NHWC
     macs: int
     total_bytes: int
 
@@ -257,19 +297,21 @@ def op_table(ops: Sequence[Op]) -> OpTable:
             foreach[op.name][1] += 1
             continue
         kind = NONE if op.aliases else _KIND_OF_KERNEL.get(op.kernel, MEMORY)
-        if kind in (GEMM, CONV, ATTENTION) and (not op.macs or len(op.shape) != 3):
+        if kind not in (NONE, MEMORY) and (not op.macs or len(op.shape) != 3):
             kind = MEMORY
         m, k, n = op.shape if len(op.shape) == 3 else (0, 0, 0)
         light = 1 if kind == NONE or op.name in LIGHT_OPS else 0
-        rows.append((kind, COMPONENTS.index(op.component), 2.0 * op.macs, float(op.bytes), m, k, n,
-                     _LOW_PRECISION.get(op.dtype, 0), 0 if kind == NONE else 1, 1.0, light))
+        moved = float(op.bytes) * (TRAFFIC_PASSES.get(op.name, 1.0) if kind == MEMORY else 1.0)
+        rows.append((kind, COMPONENTS.index(op.component), 2.0 * op.macs, moved, m, k, n,
+                     _LOW_PRECISION.get(op.dtype, 0), 0 if kind == NONE else 1, 1.0, light,
+                     int(op.kernel in _RELAYOUT_KERNELS)))
     for name in order:
         moved, tensors = foreach[name]
         rows.append((MEMORY, COMPONENTS.index("optimizer"), 0.0, moved, 0, 0, 0, 0,
                      math.ceil(tensors / FOREACH_TENSORS_PER_LAUNCH),
-                     1.0 + tensors * FOREACH_HOST_UNITS_PER_TENSOR, 0))
-    columns = list(zip(*rows)) if rows else [()] * 11
-    ints = (0, 1, 7, 8, 10)
+                     1.0 + tensors * FOREACH_HOST_UNITS_PER_TENSOR, 0, 0))
+    columns = list(zip(*rows)) if rows else [()] * 12
+    ints = (0, 1, 7, 8, 10, 11)
     arrays = [np.asarray(c, dtype=np.int64 if i in ints else np.float64) for i, c in enumerate(columns)]
     return OpTable(*arrays, macs=sum(op.macs for op in ops), total_bytes=sum(op.bytes for op in ops))
 
@@ -295,20 +337,51 @@ def kernel_times(table: OpTable, spec: GpuSpec, params: GenerationParams, tf32: 
     # cuDNN runs float32 convolutions on TF32 tensor cores unless told not to
     # (torch.backends.cudnn.allow_tf32 is True by default); matrix products only with --precision tf32
     conv_fp32 = spec.peak_flops("float32", True) or peak_fp32
-    peak = np.where((table.kind == CONV) & (table.low_precision == 0), conv_fp32, peaks[table.low_precision])
-    eff = np.select([table.kind == GEMM, table.kind == CONV, table.kind == ATTENTION],
-                    [params.gemm_eff, params.conv_eff, params.attention_eff], 1.0)
+    convolution = np.isin(table.kind, (CONV, CONV_BACKWARD))
+    peak = np.where(convolution & (table.low_precision == 0), conv_fp32, peaks[table.low_precision])
+    eff = np.select([table.kind == GEMM, table.kind == CONV, table.kind == CONV_BACKWARD, table.kind == ATTENTION],
+                    [params.gemm_eff, params.conv_eff, params.conv_backward_eff or params.conv_eff,
+                     params.attention_eff], 1.0)
     rate = peak * eff * _wave(table.m, table.n, spec.sms) * (table.k / (table.k + params.k_half))
     with np.errstate(divide="ignore", invalid="ignore"):
         compute = np.where(rate > 0, table.flops / np.where(rate > 0, rate, 1.0), 0.0)
     dram = table.bytes / bandwidth
+    native = table.bytes / memory_rate(spec, params)
     fraction = np.minimum(1.0, spec.l2_bytes / np.maximum(table.bytes, 1.0))
-    memory = dram * (fraction / params.l2_gain + (1.0 - fraction))
-    grouped_rate = 2.0 * spec.peak_flops("float32") * params.grouped_eff
-    grouped = np.maximum(table.flops / grouped_rate, table.bytes / (spec.bandwidth_bytes_s * params.grouped_eff))
-    t = np.select([table.kind == NONE, table.kind == GROUPED, table.kind == MEMORY],
-                  [0.0, grouped, memory], np.maximum(compute, dram))
+    memory = native * (fraction / params.l2_gain + (1.0 - fraction))
+    relayout = table.relayout * params.layout_passes * native
+    grouped_kinds, depthwise_kinds = (GROUPED, GROUPED_BACKWARD), (DEPTHWISE, DEPTHWISE_BACKWARD)
+    if params.depthwise_eff <= 0:  # a fit that does not tell PyTorch's depthwise kernels from cuDNN's
+        grouped_kinds, depthwise_kinds = (*grouped_kinds, *depthwise_kinds), ()
+    grouped = np.maximum(_split_compute(table, 2.0 * spec.peak_flops("float32"), params.grouped_eff,
+                                        params.grouped_wgrad_eff or params.grouped_eff, grouped_kinds[1::2]),
+                         table.bytes / (spec.bandwidth_bytes_s * params.grouped_eff))
+    depthwise = np.maximum(_split_compute(table, spec.peak_flops("float32") or 1.0, params.depthwise_eff or 1.0,
+                                          params.depthwise_wgrad_eff or 1.0, depthwise_kinds[1::2]), native)
+    t = np.select([table.kind == NONE, table.kind == MEMORY, np.isin(table.kind, grouped_kinds),
+                   np.isin(table.kind, depthwise_kinds)],
+                  [0.0, memory, grouped, depthwise], np.maximum(compute, dram) + relayout)
     return t, np.maximum(t + table.launches * params.kernel_tail_s, table.launches * params.launch_floor_s)
+
+
+def memory_rate(spec: GpuSpec, params: GenerationParams) -> float:
+    """Bytes per second PyTorch's memory-bound kernels move on ``spec`` (the module docstring's
+    memory_rate)."""
+    rate = spec.bandwidth_bytes_s * params.bandwidth_eff
+    if params.sm_bytes_per_clock > 0:
+        rate = min(rate, spec.sms * spec.boost_mhz * 1e6 * params.sm_bytes_per_clock)
+    return rate
+
+
+def _split_compute(table: OpTable, peak: float, eff: float, wgrad_eff: float, backward_kinds: tuple) -> Any:
+    """Compute time of grouped or depthwise convolutions: the forward and the input's gradient at
+    ``eff`` of ``peak``, the weight's gradient at ``wgrad_eff``. A backward's FLOPs are one
+    forward's (2 m k n) per gradient asked for; one alone is the weight's (the first layer)."""
+    import numpy as np
+
+    forward = 2.0 * table.m * table.k * table.n
+    wgrad = np.where(np.isin(table.kind, backward_kinds), np.minimum(forward, table.flops), 0.0)
+    return (table.flops - wgrad) / (peak * eff) + wgrad / (peak * wgrad_eff)
 
 
 def host_weights(table: OpTable, light_dispatch: float) -> Any:
@@ -386,6 +459,7 @@ __all__ = [
     "fit_source",
     "host_weights",
     "kernel_times",
+    "memory_rate",
     "op_table",
     "parameter_file",
     "predict_gpu",

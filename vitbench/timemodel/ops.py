@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from vitbench.timemodel.conv_kernels import conv_backward_macs, conv_gemm_shape, native_depthwise, nchw_half
+
 #: operators that only make views or read metadata: no data moves, no kernel runs
 VIEW_OPS = frozenset({
     "view", "_unsafe_view", "reshape", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze", "select", "slice",
@@ -63,13 +65,16 @@ COMPUTE_KERNELS = ("gemm", "bmm", "conv", "conv_backward", "conv_grouped", "conv
                    "attention_backward")
 
 
-def kernel_of(name: str, component: str, args: tuple) -> str:
-    """The calibration entry that prices an operator (see :class:`Op`)."""
+def kernel_of(name: str, component: str, args: tuple, for_gpu: bool = False) -> str:
+    """The calibration entry that prices an operator (see :class:`Op`); ``for_gpu``: a depthwise
+    convolution PyTorch runs with its own CUDA kernels is ``conv_depthwise`` (:mod:`conv_kernels`)."""
     if component == "conv" or (component == "optimizer" and name in CONV_OPS):
         groups_at = {"convolution_backward": 9, "conv1d": 6, "conv2d": 6, "conv3d": 6}.get(name, 8)
         groups = args[groups_at] if len(args) > groups_at and isinstance(args[groups_at], int) else 1
         backward = "_backward" if name == "convolution_backward" else ""
-        return ("conv_grouped" if groups > 1 else "conv") + backward
+        if groups > 1:
+            return ("conv_depthwise" if for_gpu and native_depthwise(name, args) else "conv_grouped") + backward
+        return ("conv_nchw" if for_gpu and nchw_half(name, args) else "conv") + backward
     if component == "attention":
         if name in ("bmm", "baddbmm", *MATMUL_COMPOSITES) or math_attention(name, args):
             return "bmm"
@@ -141,7 +146,7 @@ def gemm_shape(name: str, args: tuple, out: Any) -> tuple[int, ...]:
         if name.startswith(("scaled_dot_product", "_scaled_dot_product", "_flash_attention", "_efficient_attention")):
             return _attention_shape(args)
         if name in CONV_OPS:
-            return _conv_shape(name, args, out)
+            return conv_gemm_shape(name, args, out)
     except (ValueError, IndexError, TypeError):
         return ()
     return ()
@@ -197,23 +202,6 @@ def _attention_shape(args: tuple) -> tuple[int, ...]:
     return (prod(q[:-2]) * q[-2], q[-1], k[-2])
 
 
-def _conv_shape(name: str, args: tuple, out: Any) -> tuple[int, ...]:
-    """A convolution as `groups` products of (m, k) x (k, out / groups), folded into m:
-    (batch x output positions x groups, in_channels / groups x kernel elements, out / groups)."""
-    from math import prod
-
-    import torch
-
-    x, w = (_arg_shape(args, 0), _arg_shape(args, 1)) if name != "convolution_backward" else (_arg_shape(args, 1), _arg_shape(args, 2))
-    out_t = out[0] if isinstance(out, (tuple, list)) else out
-    ref = out_t if name != "convolution_backward" and isinstance(out_t, torch.Tensor) else None
-    dims = tuple(ref.shape[2:]) if ref is not None else tuple(args[0].shape[2:])
-    spatial = prod(dims)
-    k = prod(w[1:])  # in_channels / groups x kernel elements
-    groups = x[1] // w[1] if w[1] else 1
-    return (x[0] * spatial * groups, k, w[0] // groups)
-
-
 def _macs(func: Any, args: tuple, kwargs: dict, out: Any) -> int:
     """torch's own FLOP formula for the operator (FlopCounterMode's registry, vitbench's formulas
     for the fused kernels and for the composites inference mode dispatches whole), halved."""
@@ -231,6 +219,8 @@ def _macs(func: Any, args: tuple, kwargs: dict, out: Any) -> int:
     if name == "scaled_dot_product_attention":
         q, k, v = args[:3]
         return sdpa_macs(q.shape, k.shape, v.shape)
+    if name == "convolution_backward":
+        return conv_backward_macs(args)
     if name in MATMUL_COMPOSITES:  # counted on their decomposition
         from torch.utils.flop_counter import FlopCounterMode
 
@@ -257,8 +247,10 @@ def _registry() -> dict[Any, Any]:
     return _REGISTRY
 
 
-def describe(func: Any, args: tuple, kwargs: dict | None, out: Any, in_optimizer: bool = False) -> Op | None:
-    """The :class:`Op` of one dispatched operator call, or None for views and metadata."""
+def describe(func: Any, args: tuple, kwargs: dict | None, out: Any, in_optimizer: bool = False,
+             for_gpu: bool = False) -> Op | None:
+    """The :class:`Op` of one dispatched operator call, or None for views and metadata; ``for_gpu``:
+    its kernel named as a CUDA device runs it (:func:`kernel_of`), whatever the traced tensors' device."""
     import torch
     from torch.utils._pytree import tree_flatten
 
@@ -277,7 +269,7 @@ def describe(func: Any, args: tuple, kwargs: dict | None, out: Any, in_optimizer
     macs = _macs(func, args, kwargs or {}, out) if component in ("attention", "linear", "conv") else 0
     return Op(name=name, component=component, macs=macs, bytes=moved,
               shape=gemm_shape(name, args, out) if macs else (),
-              dtype=str(first.dtype).replace("torch.", ""), kernel=kernel_of(name, component, args),
+              dtype=str(first.dtype).replace("torch.", ""), kernel=kernel_of(name, component, args, for_gpu),
               aliases=not macs and (_inactive_dropout(name, args) or _returns_an_input(name, flat_in, flat_out)))
 
 
@@ -311,10 +303,11 @@ def _returns_an_input(name: str, inputs: list, outputs: list) -> bool:
 
 
 class _Recorder:
-    def __init__(self) -> None:
+    def __init__(self, for_gpu: bool = False) -> None:
         self.ops: list[Op] = []
         self.recording = False
         self.in_optimizer = False
+        self.for_gpu = for_gpu
 
     def mode(self):
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -325,7 +318,7 @@ class _Recorder:
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 out = func(*args, **(kwargs or {}))
                 if recorder.recording:
-                    op = describe(func, args, kwargs, out, recorder.in_optimizer)
+                    op = describe(func, args, kwargs, out, recorder.in_optimizer, recorder.for_gpu)
                     if op is not None:
                         recorder.ops.append(op)
                 return out
@@ -350,34 +343,38 @@ def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | N
 
     ``device_type='cuda'`` traces on fake CUDA tensors under CUDA's autocast policy (no GPU is
     needed: nothing runs), which is what a GPU step dispatches; a model that cannot be traced
-    there (a tensor made on the CPU in its forward) is traced on the CPU instead.
+    there (a tensor made on the CPU in its forward), and a training step on a machine without a
+    GPU (autograd's engine needs a CUDA device to run a backward, even of fake tensors), are
+    traced on the CPU instead, their kernels named as on a GPU (``for_gpu``).
     ``reparam``: the model in its deployed form (:func:`reparameterize`) before tracing."""
     from vitbench.models.materialize import light_build
-    from vitbench.timemodel.trace_setup import deployed
+    from vitbench.timemodel.trace_setup import cuda_present, deployed
 
     def make() -> Any:
         return deployed(build) if reparam else light_build(build)
 
-    if device_type == "cuda":
+    if device_type == "cuda" and (mode != "train" or cuda_present()):
         try:
             return _trace_module(make(), input_size, classes, batches, mode, precision, optimizer, "cuda")
         except (KeyboardInterrupt, SystemExit, MemoryError):
             raise
         except Exception:  # noqa: BLE001 - a forward that makes CPU tensors: its CPU trace runs the same operators
             pass
-    return _trace_module(make(), input_size, classes, batches, mode, precision, optimizer, "cpu")
+    return _trace_module(make(), input_size, classes, batches, mode, precision, optimizer, "cpu",
+                         for_gpu=device_type == "cuda")
 
 
 def _trace_module(module: Any, input_size: tuple[int, int, int], classes: int | None, batches: tuple[int, ...],
-                  mode: str, precision: str, optimizer: str, device_type: str) -> dict[int, list[Op]]:
+                  mode: str, precision: str, optimizer: str, device_type: str, for_gpu: bool = False) -> dict[int, list[Op]]:
     from vitbench.timemodel.trace_setup import decomposed_fast_paths
 
     with decomposed_fast_paths():
-        return _trace_steps(module, input_size, classes, batches, mode, precision, optimizer, device_type)
+        return _trace_steps(module, input_size, classes, batches, mode, precision, optimizer, device_type,
+                            for_gpu or device_type == "cuda")
 
 
 def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | None, batches: tuple[int, ...],
-                 mode: str, precision: str, optimizer: str, device_type: str) -> dict[int, list[Op]]:
+                 mode: str, precision: str, optimizer: str, device_type: str, for_gpu: bool) -> dict[int, list[Op]]:
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -393,7 +390,7 @@ def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | N
     sizes = [(p.numel(), p.dtype) for p in module.parameters() if p.requires_grad]
     out_ops: dict[int, list[Op]] = {}
     for batch in batches:
-        recorder = _Recorder()
+        recorder = _Recorder(for_gpu)
         with fake_mode:
             images = torch.randn(batch, *input_size, device=device_type)
             labels = torch.randint(0, classes, (batch,), device=device_type) if classes else None

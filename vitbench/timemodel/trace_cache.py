@@ -40,7 +40,8 @@ from typing import Any
 from vitbench.timemodel.ops import Op
 
 #: bumped whenever the traced operators or their fields change meaning (3: the checksum)
-FORMAT = 4  # 4: scaled_dot_product_attention on other than 4-D tensors is the math path (ops.math_attention)
+FORMAT = 5  # 4: scaled_dot_product_attention on other than 4-D tensors is the math path (ops.math_attention);
+#            5: a grouped convolution's backward counted with its groups (ops.conv_backward_macs)
 #: a cache entry larger than this is not read (a trace of 10^5 operators is about 2 MB)
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 CACHED_SOURCES = ("preset", "spec", "torchvision", "timm", "hf")

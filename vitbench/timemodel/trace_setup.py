@@ -87,4 +87,13 @@ def decomposed_fast_paths():
         mha.set_fastpath_enabled(enabled)
 
 
-__all__ = ["autocast_for", "decomposed_fast_paths", "deployed", "reparameterize"]
+
+
+def cuda_present() -> bool:
+    """Whether this machine has a CUDA device (a backward of fake CUDA tensors needs one)."""
+    import torch
+
+    return torch.cuda.is_available()
+
+
+__all__ = ["autocast_for", "cuda_present", "decomposed_fast_paths", "deployed", "reparameterize"]

@@ -18,7 +18,7 @@ from typing import Any
 
 from vitbench.errors import VitbenchError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: a grouped convolution's backward MACs counted with its groups (efficiencies change)
 PRECISION_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 BASES = ("calibration", "datasheet")
 #: the one device kind a calibration of this form is for
