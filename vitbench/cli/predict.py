@@ -121,13 +121,15 @@ def _tell(records) -> None:
 
 
 def _columns(args, records) -> list[str]:
-    """The table's columns: the main ones, and those the rows fill."""
-    from vitbench.timemodel.run import TABLE_COLUMNS
+    """The table's columns, answer first (:data:`~vitbench.timemodel.run.TABLE_COLUMNS`): the
+    main ones, and the optional ones the rows fill."""
+    from vitbench.timemodel.run import TABLE_COLUMNS, TABLE_OPTIONAL
 
-    columns = list(TABLE_COLUMNS)
-    extra = ("pred_epoch_s", "pred_train_hours", "pred_cost", "cost_basis", "measured_latency_s", "pred_ratio", "overrides", "status")
-    for column in ("pred_error_p90", "pred_bound"):  # GPU rows only
-        if not any(r.get(column) is not None for r in records):
-            columns.remove(column)
-    columns += [c for c in extra if any(r.get(c) is not None for r in records) and (c != "status" or any(r.get(c) != "ok" for r in records))]
-    return columns
+    def shown(column: str) -> bool:
+        if column not in TABLE_OPTIONAL:
+            return True
+        if column == "status":
+            return any(r.get(column) not in (None, "ok") for r in records)
+        return any(r.get(column) is not None for r in records)
+
+    return [c for c in TABLE_COLUMNS if shown(c)]

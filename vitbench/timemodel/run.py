@@ -43,9 +43,20 @@ PREDICT_DEVICES = ("cpu", "cuda", *GPU_DEVICES)
 #: only), bf16 / fp16 autocast (fp16: GPUs only)
 PREDICT_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 
-TABLE_COLUMNS = ("model", "img_size", "batch_size", "mode", "precision", "device", "threads", "pred_latency_s",
-                 "pred_throughput_img_s", "pred_bound", "pred_linear_s", "pred_attention_s", "pred_conv_s",
-                 "pred_elementwise_s", "pred_optimizer_s", "pred_overhead_s", "pred_error_p90", "pred_basis")
+#: the terminal and markdown table's columns, in the order of the question: what was asked (the
+#: model, device, batch, mode, precision), the answer (step, throughput, what bounds it, the
+#: training run's time and cost, the error band, a measured step beside it, a failed row's
+#: status), then how it splits into components, then the rest of the identity and the basis.
+#: The CSV and JSON columns keep the rows' own order (a file contract). Those in
+#: :data:`TABLE_OPTIONAL` are shown only when some row fills them (``status``: when some row is
+#: not ok).
+TABLE_COLUMNS = ("model", "overrides", "device", "batch_size", "mode", "precision",
+                 "pred_latency_s", "pred_throughput_img_s", "pred_bound", "pred_epoch_s", "pred_train_hours", "pred_cost",
+                 "pred_error_p90", "measured_latency_s", "pred_ratio", "status",
+                 "pred_linear_s", "pred_attention_s", "pred_conv_s", "pred_elementwise_s", "pred_optimizer_s", "pred_overhead_s",
+                 "img_size", "threads", "pred_basis", "cost_basis")
+TABLE_OPTIONAL = frozenset({"overrides", "pred_bound", "pred_epoch_s", "pred_train_hours", "pred_cost", "pred_error_p90",
+                            "measured_latency_s", "pred_ratio", "status", "cost_basis"})
 
 
 def check_device(device: str) -> str:
