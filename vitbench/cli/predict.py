@@ -50,7 +50,8 @@ def register(subparsers) -> None:
                         "fastvit...), as timm's own benchmarks run it")
     parser.add_argument("--no-trace-cache", action="store_true",
                         help="trace again instead of using the trace cache (traces of named models are kept in "
-                        "the cache directory's traces/)")
+                        "the cache directory's traces/), and resolve and count the model again (the question cache, "
+                        "traces/questions/)")
     parser.add_argument("--host-dispatch", metavar="HOST", default=None,
                         help="GPU devices: the host's time to dispatch one operator: default (the documented default "
                         "host, docs/time.md), measured (this machine's CPU, measured now, + a CUDA launch), or a time "
