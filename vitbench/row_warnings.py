@@ -48,6 +48,7 @@ CODES: dict[str, str] = {
     "calibration-busy": "prediction",   # the CPU calibration was measured while other processes held the cores
     "trace-misses-work": "prediction",  # the traced step has fewer MACs than the count (a fused fast path)
     "trace-cache-refused": "prediction",  # a damaged trace-cache entry was refused and the step traced again
+    "question-cache-refused": "prediction",  # a damaged question-cache entry (a model's resolution, counts, memory) was refused and recomputed
     "gpu-unpriced-kernels": "prediction",  # kernels the GPU cost model prices far from what cuBLAS / cuDNN run
     "cost-from-inference": "cost",      # a training cost from an inference step
     "legacy": "legacy",                 # a plain-text warning of results written before codes

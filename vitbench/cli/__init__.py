@@ -48,7 +48,9 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{where}: {message}" if where else message)
 
 
-def build_parser() -> Parser:
+def build_parser(command: str | None = None) -> Parser:
+    """The parser of every command, or of ``command`` alone (one of :data:`COMMANDS`): what a
+    command line that names it needs, without importing what the other commands' flags do."""
     from vitbench import __version__
 
     parser = Parser(
@@ -57,7 +59,7 @@ def build_parser() -> Parser:
     )
     parser.add_argument("--version", action="version", version=f"vitbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    for name in COMMANDS:
+    for name in (command,) if command in COMMANDS else COMMANDS:
         try:
             module = importlib.import_module(f"vitbench.cli.{name}")
         except ModuleNotFoundError as exc:
@@ -175,8 +177,9 @@ def _main(argv: list[str] | None) -> int:
     from vitbench.errors import VitbenchError
 
     try:
-        parser = build_parser()
-        args = parser.parse_args(glue_negative_values(sys.argv[1:] if argv is None else list(argv)))
+        argv = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(argv[0] if argv else None)
+        args = parser.parse_args(glue_negative_values(argv))
         if not getattr(args, "handler", None):
             parser.print_help()
             return 2

@@ -52,7 +52,8 @@ def register(subparsers) -> None:
     parser.add_argument("--network-gbps", type=positive_float, metavar="GBPS",
                         help="the network per node in Gb/s (default: the card's DGX's)")
     parser.add_argument("--sort", choices=SORTS, default="time", help="rank by the run's time (default) or its cost")
-    parser.add_argument("--no-trace-cache", action="store_true", help="trace again instead of using the trace cache")
+    parser.add_argument("--no-trace-cache", action="store_true", help="trace again instead of using the trace cache, and resolve the model and trace its memory again "
+                        "(the question cache)")
     add_format_argument(parser)
     add_quiet_argument(parser)
     parser.set_defaults(handler=run)
@@ -73,6 +74,10 @@ def run(args) -> int:
                       trace_cache=not args.no_trace_cache, overrides=overrides_from(args), on_progress=steps)
     finally:
         steps.close()
+    from vitbench.row_warnings import texts
+
+    for warning in dict.fromkeys(w for r in rows for w in texts(r.get("warnings"))):  # each once, as predict says them
+        print(f"vitbench: warning: {warning}", file=sys.stderr)
     columns = None
     if args.format in ("table", "markdown"):
         columns = [c for c in TABLE_COLUMNS if c == "note" or any(r.get(c) is not None for r in rows)]

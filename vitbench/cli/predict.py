@@ -50,7 +50,8 @@ def register(subparsers) -> None:
                         "fastvit...), as timm's own benchmarks run it")
     parser.add_argument("--no-trace-cache", action="store_true",
                         help="trace again instead of using the trace cache (traces of named models are kept in "
-                        "the cache directory's traces/)")
+                        "the cache directory's traces/), and resolve and count the model again (the question cache, "
+                        "traces/questions/)")
     parser.add_argument("--host-dispatch", metavar="HOST", default=None,
                         help="GPU devices: the host's time to dispatch one operator: default (the documented default "
                         "host, docs/time.md), measured (this machine's CPU, measured now, + a CUDA launch), or a time "
@@ -121,13 +122,15 @@ def _tell(records) -> None:
 
 
 def _columns(args, records) -> list[str]:
-    """The table's columns: the main ones, and those the rows fill."""
-    from vitbench.timemodel.run import TABLE_COLUMNS
+    """The table's columns, answer first (:data:`~vitbench.timemodel.run.TABLE_COLUMNS`): the
+    main ones, and the optional ones the rows fill."""
+    from vitbench.timemodel.run import TABLE_COLUMNS, TABLE_OPTIONAL
 
-    columns = list(TABLE_COLUMNS)
-    extra = ("pred_epoch_s", "pred_train_hours", "pred_cost", "cost_basis", "measured_latency_s", "pred_ratio", "overrides", "status")
-    for column in ("pred_error_p90", "pred_bound"):  # GPU rows only
-        if not any(r.get(column) is not None for r in records):
-            columns.remove(column)
-    columns += [c for c in extra if any(r.get(c) is not None for r in records) and (c != "status" or any(r.get(c) != "ok" for r in records))]
-    return columns
+    def shown(column: str) -> bool:
+        if column not in TABLE_OPTIONAL:
+            return True
+        if column == "status":
+            return any(r.get(column) not in (None, "ok") for r in records)
+        return any(r.get(column) is not None for r in records)
+
+    return [c for c in TABLE_COLUMNS if shown(c)]

@@ -19,7 +19,7 @@ parameters). Nothing is downloaded, ever.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from vitbench.errors import SpecError, UnknownModelError
@@ -239,9 +239,10 @@ def check_before_import(models: Iterable[Any]) -> list[Any]:
     return parsed
 
 
-def _resolve_one(model: Any, overrides: dict[str, Any], combinations: list[dict[str, Any]], input_size: Any) -> tuple[list[Target], set[str]]:
-    """One model: a Target per combination of the list-valued overrides that apply to it, and
-    the names that applied."""
+def resolve_one(model: Any, overrides: dict[str, Any], combinations: list[dict[str, Any]], input_size: Any) -> tuple[list[Target], set[str]]:
+    """One model (parsed: a :class:`ModelRef`, spec, Target or module): a Target per
+    combination (``combinations``: :func:`~vitbench.specs.override_combinations` of
+    ``overrides``) of the list-valued overrides that apply to it, and the names that applied."""
     from vitbench.specs import override_combinations
 
     applied: set[str] = set()
@@ -250,7 +251,8 @@ def _resolve_one(model: Any, overrides: dict[str, Any], combinations: list[dict[
     return [first, *(resolve(model, c, input_size=input_size) for c in alternatives[1:])], applied
 
 
-def resolve_all(models: Iterable[Any], overrides: Mapping[str, Any] | None = None, *, input_size: Any = None) -> list[Target]:
+def resolve_all(models: Iterable[Any], overrides: Mapping[str, Any] | None = None, *, input_size: Any = None,
+                one: Callable[..., tuple[list[Target], set[str]]] | None = None) -> list[Target]:
     """Several models with the same overrides. An override given as a ``list`` holds
     alternatives: one Target per combination of the overrides that apply to the model. An
     override that applies to none of the models is an error (it would otherwise be silently
@@ -258,9 +260,11 @@ def resolve_all(models: Iterable[Any], overrides: Mapping[str, Any] | None = Non
 
     In two passes, so that no user code runs before every model is checked: first every ``py:``
     reference is checked without being imported (:func:`check_py`) and every other model is
-    resolved (library code); then the ``py:`` references are imported and built."""
+    resolved (library code); then the ``py:`` references are imported and built. ``one``: what
+    resolves each model (default :func:`resolve_one`, with its arguments), e.g. a cache in front of it."""
     from vitbench.specs import override_combinations
 
+    one = one or resolve_one
     overrides = dict(overrides or {})
     combinations = override_combinations(overrides)
     parsed = [model_ref(m) if isinstance(m, str) else m for m in models]  # parsed once, for every alternative
@@ -269,10 +273,10 @@ def resolve_all(models: Iterable[Any], overrides: Mapping[str, Any] | None = Non
         if _is_py(model):
             check_py(model)
         else:
-            done[index] = _resolve_one(model, overrides, combinations, input_size)
+            done[index] = one(model, overrides, combinations, input_size)
     for index, model in enumerate(parsed):
         if index not in done:
-            done[index] = _resolve_one(model, overrides, combinations, input_size)
+            done[index] = one(model, overrides, combinations, input_size)
     targets = [t for index in range(len(parsed)) for t in done[index][0]]
     used = set().union(*(applied for _, applied in done.values()))
     for name, value in overrides.items():
@@ -285,5 +289,5 @@ def resolve_all(models: Iterable[Any], overrides: Mapping[str, Any] | None = Non
 
 __all__ = [
     "REFERENCE_SOURCES", "SOURCES", "ModelRef", "Target", "check_before_import", "check_py", "model_ref", "overrides_taken",
-    "parse_reference", "parse_value", "resolve", "resolve_all", "resolve_ref",
+    "parse_reference", "parse_value", "resolve", "resolve_all", "resolve_one", "resolve_ref",
 ]

@@ -46,9 +46,9 @@ _HEAD, _TAIL = 20, 10
 
 #: the columns that answer a prediction's question, shown first (after the configuration) when
 #: a table is drawn without a column list (a notebook's display of predict or choose rows)
-ANSWER_FIRST = ("model", "device", "batch_size", "mode", "precision", "fits", "pred_latency_s", "pred_throughput_img_s",
-                "pred_bound", "pred_epoch_s", "pred_train_hours", "pred_cost", "pred_error_median", "pred_error_p90",
-                "pred_warning", "status", "error")
+ANSWER_FIRST = ("model", "overrides", "device", "batch_size", "mode", "precision", "fits", "pred_latency_s",
+                "pred_throughput_img_s", "pred_bound", "pred_epoch_s", "pred_train_hours", "pred_cost", "pred_error_median",
+                "pred_error_p90", "measured_latency_s", "pred_ratio", "pred_warning", "status", "error")
 
 
 def answer_first(cols: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -82,9 +82,11 @@ def _check_arguments(devices: list[str], sort: str, gpus: Any, nodes: Any, netwo
                                             "(--network-gbps, e.g. 400)")
 
 
-def _memory_model(target: Any, mode: str, precision: str, optimizer: str) -> tuple[Callable | None, Callable | None, str]:
+def _memory_model(target: Any, mode: str, precision: str, optimizer: str, use_cache: bool = True,
+                  warnings: list | None = None) -> tuple[Callable | None, Callable | None, str]:
     """(largest batch in a budget, peak at a batch, basis) for ``target``; (None, None, reason)
-    when no memory prediction can be made."""
+    when no memory prediction can be made. A traced profile comes from the question cache when
+    traced before (``warnings`` hears of a refused entry)."""
     from vitbench.analytic.memory import memory_estimate, plan, unsupported_reason
     from vitbench.analytic.memory.planner import largest_batch
     from vitbench.specs.limits import MAX_TRACED_BLOCKS, too_many_blocks
@@ -96,10 +98,12 @@ def _memory_model(target: Any, mode: str, precision: str, optimizer: str) -> tup
     refusal = too_many_blocks(spec, MAX_TRACED_BLOCKS, "the memory trace")
     if refusal:
         return None, None, refusal
-    from vitbench.counters.memory_trace import trace_target
+    from vitbench.timemodel.cached_models import cached_memory_profile
 
     try:
-        profile = trace_target(target, mode, precision, optimizer)
+        profile, refused = cached_memory_profile(target, mode, precision, optimizer, use_cache)
+        if warnings is not None:
+            warnings.extend(refused)
     except Exception as exc:  # noqa: BLE001 - a model fake tensors cannot run: its rows say so
         return None, None, f"memory not predicted: tracing it failed: {type(exc).__name__}: {exc}".splitlines()[0]
     return (lambda budget: largest_batch(profile, budget), profile.peak,
@@ -271,15 +275,16 @@ def choose(
     >>> vitbench.choose("vit-b/16", device="h100,a100,l4", epochs=300, dataset_size=1281167,
     ...                 price="h100=2.5,a100=1.3,l4=0.6", precision="bf16").verdict  # doctest: +SKIP
     """
-    from vitbench.models.references import resolve_all
+    from vitbench.timemodel.cached_models import resolve_cached
 
     devices, prices = _checked(device, mode, batch_size, sort, gpus, nodes, network_gbit_s, price, prices_file, epochs,
                                dataset_size)
-    targets = resolve_all([model], overrides or {})
+    targets, refused = resolve_cached([model], overrides or {}, use_cache=trace_cache)
     if len(targets) != 1:
         raise SpecError("model", model, "choose answers for one model at a time (an override with alternatives gives several)")
     target = targets[0]
-    memory = _memory_model(target, mode, "fp32" if precision == "tf32" else precision, optimizer)
+    warnings = list(refused.get(id(target), ()))  # refused question-cache entries: every row says so
+    memory = _memory_model(target, mode, "fp32" if precision == "tf32" else precision, optimizer, trace_cache, warnings)
     settings = {"mode": mode, "gpus": gpus, "nodes": nodes, "network_gbit_s": network_gbit_s, "epochs": epochs,
                 "dataset_size": dataset_size, "precision": precision, "optimizer": optimizer,
                 "host_dispatch": host_dispatch, "trace_cache": trace_cache}
@@ -287,6 +292,8 @@ def choose(
     batches = {each: _fit(each, batch_size, memory, rows[each]) for each in devices}
     predictions = _predictions(target, batches, settings, on_progress)
     out = Choice(_row(target, rows[each], batches[each], predictions.get(each), settings) for each in devices)
+    for row in out if warnings else ():
+        row["warnings"] = [*warnings, *(row.get("warnings") or [])]
     ranked = sorted((r for r in out if r.get("fits") is not False and _value(r, sort) is not None), key=lambda r: _value(r, sort))
     out[:] = ranked + [r for r in out if not any(r is each for each in ranked)]
     out.verdict = verdict(out, sort)

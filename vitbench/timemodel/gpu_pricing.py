@@ -46,9 +46,9 @@ def gpu_pricing(device: str, calibration: Any) -> tuple[Any, list[dict[str, str]
     """The GPU profile for ``device`` and its warnings: from a GPU calibration given (a
     :class:`~vitbench.timemodel.gpu_calibration.GpuCalibration` or its file), else for ``cuda``
     this card's calibration in the cache when there is one, else the published fit."""
-    from vitbench.timemodel import gpu_calibration
-
     if calibration is not None:
+        from vitbench.timemodel import gpu_calibration
+
         if isinstance(calibration, gpu_calibration.GpuCalibration):
             found = calibration
         else:
@@ -68,6 +68,8 @@ def gpu_pricing(device: str, calibration: Any) -> tuple[Any, list[dict[str, str]
     profile = gpu_profile(device)
     if device == "cuda":
         import torch
+
+        from vitbench.timemodel import gpu_calibration
 
         path = gpu_calibration.cache_path(torch.cuda.get_device_name(), torch.__version__)
         if path.exists():

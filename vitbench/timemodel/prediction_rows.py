@@ -49,13 +49,18 @@ def deployed_target(target: Any, counts: dict | None) -> Any:
 
 
 def row_head(target: Any, batch: int, device: str, mode: str, precision: str, optimizer: str, cal: Any,
-              reparam: bool, counts: dict | None = None) -> dict[str, Any]:
+              reparam: bool, counts: dict | None = None, warnings: list | None = None, use_cache: bool = True) -> dict[str, Any]:
+    """A prediction row's identity, counted figures and settings; a refused question-cache entry
+    of the counts adds its warning to ``warnings``."""
     from vitbench.analytic.identity import identity_record
-    from vitbench.counters.fill import counted_identity
+    from vitbench.timemodel.cached_models import cached_counts
 
     row: dict[str, Any] = identity_record(target, batch)
     # no formula: params and MACs as analyze counts them, of the form that is priced
-    row.update(counted_identity(deployed_target(target, counts) if reparam else target, batch, counts))
+    figures, refused = cached_counts(deployed_target(target, counts) if reparam else target, batch, reparam, counts, use_cache)
+    row.update(figures)
+    if warnings is not None:
+        warnings.extend(refused)
     row.update(device=device, mode=mode, precision=precision, optimizer=optimizer if mode == "train" else None,
                threads=cal.threads if cal.basis == "calibration" else None)
     if device != "cpu":

@@ -43,9 +43,20 @@ PREDICT_DEVICES = ("cpu", "cuda", *GPU_DEVICES)
 #: only), bf16 / fp16 autocast (fp16: GPUs only)
 PREDICT_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 
-TABLE_COLUMNS = ("model", "img_size", "batch_size", "mode", "precision", "device", "threads", "pred_latency_s",
-                 "pred_throughput_img_s", "pred_bound", "pred_linear_s", "pred_attention_s", "pred_conv_s",
-                 "pred_elementwise_s", "pred_optimizer_s", "pred_overhead_s", "pred_error_p90", "pred_basis")
+#: the terminal and markdown table's columns, in the order of the question: what was asked (the
+#: model, device, batch, mode, precision), the answer (step, throughput, what bounds it, the
+#: training run's time and cost, the error band, a measured step beside it, a failed row's
+#: status), then how it splits into components, then the rest of the identity and the basis.
+#: The CSV and JSON columns keep the rows' own order (a file contract). Those in
+#: :data:`TABLE_OPTIONAL` are shown only when some row fills them (``status``: when some row is
+#: not ok).
+TABLE_COLUMNS = ("model", "overrides", "device", "batch_size", "mode", "precision",
+                 "pred_latency_s", "pred_throughput_img_s", "pred_bound", "pred_epoch_s", "pred_train_hours", "pred_cost",
+                 "pred_error_p90", "measured_latency_s", "pred_ratio", "status",
+                 "pred_linear_s", "pred_attention_s", "pred_conv_s", "pred_elementwise_s", "pred_optimizer_s", "pred_overhead_s",
+                 "img_size", "threads", "pred_basis", "cost_basis")
+TABLE_OPTIONAL = frozenset({"overrides", "pred_bound", "pred_epoch_s", "pred_train_hours", "pred_cost", "pred_error_p90",
+                            "measured_latency_s", "pred_ratio", "status", "cost_basis"})
 
 
 def check_device(device: str) -> str:
@@ -284,8 +295,8 @@ def predict(
     import torch
 
     from vitbench import __version__
-    from vitbench.models.references import resolve_all as resolve_models
     from vitbench.models.target import is_module
+    from vitbench.timemodel.cached_models import resolve_cached
 
     devices = check_devices(device)
     modes = _as_list("mode", mode, MODES)
@@ -304,14 +315,21 @@ def predict(
 
     if isinstance(models, (str, os.PathLike)) or not isinstance(models, Iterable) or is_module(models):
         models = [models]
+    resolved: dict[int, list] = {}  # a refused question-cache entry's warnings, by id() of the target
+
+    def resolve_models() -> list:
+        targets, refused = resolve_cached(models, {**(overrides or {}), **field_overrides}, input_size=input_size,
+                                          use_cache=trace_cache)
+        resolved.update(refused)
+        return targets
+
     targets, pricing = _resolved_and_priced(
-        devices, (threads, precisions, calibration, recalibrate, on_calibrate),
-        lambda: resolve_models(models, {**(overrides or {}), **field_overrides}, input_size=input_size), batches)
+        devices, (threads, precisions, calibration, recalibrate, on_calibrate), resolve_models, batches)
     host = resolve_host(host_dispatch)
     if host is not None:
         pricing = {each: (with_host(cal, host), warnings) for each, (cal, warnings) in pricing.items()}
     context = _Context(optimizer, reparam, trace_cache, {}, measured_rows, epochs, dataset_size, prices,
-                       {"env_torch": torch.__version__, "vitbench_version": __version__})
+                       {"env_torch": torch.__version__, "vitbench_version": __version__}, resolved)
     records = Records()
     configurations = list(itertools.product(targets, modes, batches, precisions))
     for index, (target, run_mode, batch, prec) in enumerate(configurations):
@@ -337,6 +355,7 @@ class _Context:
     dataset_size: int | None
     prices: dict          # price per hour by device
     environment: dict
+    refused: dict         # warnings of refused question-cache entries, by id() of the target
 
 
 def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str | None, traces: dict,
@@ -346,8 +365,9 @@ def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str |
     traced (the reason in ``error``, the traceback in ``error_detail``), else priced."""
     target, run_mode, batch, prec = configuration
     cal, warnings = priced
-    row = row_head(target, batch, device, run_mode, prec, context.optimizer, cal, context.reparam, context.counts)
-    row_warnings = list(warnings)
+    row_warnings = [*warnings, *context.refused.get(id(target), ())]
+    row = row_head(target, batch, device, run_mode, prec, context.optimizer, cal, context.reparam, context.counts,
+                   row_warnings, context.trace_cache)
     started = time.perf_counter()
     if refusal is not None:  # decided from the spec: nothing is built
         return {**row, "status": "refused", "error": refusal, "pred_basis": cal.label, "warnings": row_warnings,

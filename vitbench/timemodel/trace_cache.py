@@ -79,18 +79,24 @@ def _library_versions() -> dict[str, str]:
 _VERSIONS: dict[str, str] = {}
 
 
+def library_versions() -> dict[str, str]:
+    """vitbench's version and the installed torch, timm, transformers and torchvision versions
+    ('' when absent), read once per process without importing any of them."""
+    if not _VERSIONS:
+        _VERSIONS.update(_library_versions())
+    return _VERSIONS
+
+
 def cache_key(target: Any, batch: int, mode: str, precision: str, optimizer: str, device_type: str,
               reparam: bool) -> str | None:
     """The entry's name for a configuration, or None when the model is not cacheable."""
     if target.module is not None or target.source not in CACHED_SOURCES:
         return None
-    if not _VERSIONS:
-        _VERSIONS.update(_library_versions())
     identity = {
         "format": FORMAT, "model": target.name, "overrides": target.overrides_text if target.overrides else "",
         "spec": repr(target.spec) if target.spec is not None else "", "input": list(target.input_size), "batch": batch,
         "mode": mode, "precision": precision, "optimizer": optimizer if mode == "train" else "",
-        "device_type": device_type, "reparam": bool(reparam), "versions": _VERSIONS,
+        "device_type": device_type, "reparam": bool(reparam), "versions": library_versions(),
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:40]
 
@@ -116,13 +122,38 @@ def _count(value: Any) -> bool:
     return type(value) is int and 0 <= value <= MAX_COUNT
 
 
-def _op(values: Any, dtypes: frozenset[str]) -> Op:
-    """One operator from its eight JSON fields, checked; StaleEntry naming the first that is wrong."""
+def _name(value: Any, seen: set[str]) -> bool:
+    """An operator's or kernel's name: text :data:`_NAME` matches (each distinct one matched once)."""
+    if type(value) is not str:
+        return False
+    if value in seen:
+        return True
+    if _NAME.fullmatch(value):
+        seen.add(value)
+        return True
+    return False
+
+
+def _valid(values: list, dtypes: frozenset[str], seen: set[str]) -> bool:
+    """Are an operator's eight fields each what :func:`_op` asks of it?"""
+    from vitbench.timemodel.ops import COMPONENTS
+
+    name, component, macs, moved, shape, dtype, kernel, aliases = values
+    return (_name(name, seen) and component in COMPONENTS and _count(macs) and _count(moved) and type(shape) is list
+            and len(shape) in (0, 3) and all(map(_count, shape)) and type(dtype) is str and dtype in dtypes
+            and (kernel == "" or _name(kernel, seen)) and type(aliases) is int and aliases in (0, 1))
+
+
+def _op(values: Any, dtypes: frozenset[str], seen: set[str] | None = None) -> Op:
+    """One operator from its eight JSON fields, checked; StaleEntry naming the first that is wrong.
+    ``seen``: the names already found valid in this entry (an entry repeats a few dozen names)."""
     from vitbench.timemodel.ops import COMPONENTS
 
     if not isinstance(values, list) or len(values) != 8:
         raise StaleEntry("an operator is not a list of 8 fields")
     name, component, macs, moved, shape, dtype, kernel, aliases = values
+    if _valid(values, dtypes, set() if seen is None else seen):  # the common case, checked in one pass
+        return Op(name, component, macs, moved, tuple(shape), dtype, kernel, aliases == 1)
     checks = (
         ("name", isinstance(name, str) and _NAME.fullmatch(name)), ("component", component in COMPONENTS),
         ("macs", _count(macs)), ("bytes", _count(moved)),
@@ -170,8 +201,8 @@ def load_entry(path: Path, key: str) -> list[Op]:
         raise StaleEntry("ops is not a list")
     if data["sha256"] != checksum(key, data["ops"]):
         raise StaleEntry("its checksum does not match its contents")
-    dtypes = _dtypes()
-    return [_op(values, dtypes) for values in data["ops"]]
+    dtypes, seen = _dtypes(), set()
+    return [_op(values, dtypes, seen) for values in data["ops"]]
 
 
 #: the entries refused since :func:`take_refused` last ran (warnings as data: ``predict`` puts
@@ -270,5 +301,5 @@ def cached_traces(target: Any, batches: tuple[int, ...], mode: str, precision: s
     return out
 
 
-__all__ = ["FORMAT", "MAX_COUNT", "StaleEntry", "cache_key", "cached_trace", "cached_traces", "checksum", "load_entry", "read",
+__all__ = ["FORMAT", "MAX_COUNT", "StaleEntry", "cache_key", "cached_trace", "cached_traces", "checksum", "library_versions", "load_entry", "read",
            "take_refused", "trace_dir", "write"]
