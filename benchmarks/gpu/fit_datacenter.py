@@ -34,12 +34,21 @@ sys.path.insert(0, str(ROOT))
 #: from the host's dispatch: left free, the fit trades one for the other), and the hosts (fitted
 #: per machine, apart)
 FIXED = ("l2_gain", "launch_floor_s", "kernel_tail_s", "host_infer_s", "host_train_s")
-START = dict(gemm_eff=0.8, conv_eff=0.5, attention_eff=0.6, k_half=64.0, bandwidth_eff=0.8, grouped_eff=0.5,
-             grouped_wgrad_eff=0.1, layout_passes=2.0,
-             depthwise_eff=0.3, depthwise_wgrad_eff=0.05, sm_bytes_per_clock=12.0, l2_gain=1.0,
-             launch_floor_s=2.5e-6, kernel_tail_s=2e-6, host_infer_s=30e-6, host_train_s=50e-6)
-#: where a fitted value sits when the data did not move it: the prior's weight
-PRIOR_WEIGHT = 0.05
+#: where the fit starts and what it is regularised toward (value, weight): a parameter the steps
+#: cannot tell from another stays near what is known of it. Strong priors where the physics is
+#: known: cuBLAS runs a large product at about 85% of the card's best (its sustained rate, the
+#: catalogue's) and PyTorch's elementwise kernels move about 85% of a device-to-device copy's
+#: bytes per second, about 10 bytes an SM a clock (2.6 TB/s on an H100: Little's law for the
+#: loads they keep in flight); weak ones (0.05) elsewhere, where the steps decide
+PRIOR = {
+    "gemm_eff": (0.85, 1.0), "bandwidth_eff": (0.85, 1.0), "sm_bytes_per_clock": (10.0, 0.5), "k_half": (64.0, 0.3),
+    "conv_eff": (0.5, 0.05), "conv_backward_eff": (0.3, 0.05), "attention_eff": (0.5, 0.05), "grouped_eff": (0.3, 0.05),
+    "grouped_wgrad_eff": (0.1, 0.05), "grouped_channels_half": (256.0, 0.05), "layout_passes": (2.0, 0.05),
+    "depthwise_eff": (0.3, 0.05), "depthwise_wgrad_eff": (0.05, 0.05),
+}
+START = dict({name: value for name, (value, _) in PRIOR.items()}, l2_gain=1.0, launch_floor_s=2.5e-6,
+             kernel_tail_s=2e-6, host_infer_s=30e-6, host_train_s=50e-6)
+PRIOR_WEIGHTS = {name: weight for name, (_, weight) in PRIOR.items()}
 
 
 def band(errors: list[float]) -> dict[str, float]:
@@ -93,10 +102,11 @@ def fit_hosts(measured, params):
 
 def fit_device(measured, hosts, start, light):
     from vitbench.timemodel.gpu_fit import fit
+    from vitbench.timemodel.gpu_model import GenerationParams
     from vitbench.timemodel.gpu_records import observations
 
-    return fit(observations(measured, hosts), start, fixed=FIXED, prior_weight=PRIOR_WEIGHT, max_evaluations=600,
-               light_dispatch=light)
+    return fit(observations(measured, hosts), start, fixed=FIXED, prior_weight=PRIOR_WEIGHTS, max_evaluations=600,
+               light_dispatch=light, prior=GenerationParams(**START))
 
 
 def fit_all(measured):

@@ -38,6 +38,7 @@ _ARGUMENTS = {
     "conv2d": (0, 1, 3, 5, None, 6),
     "conv3d": (0, 1, 3, 5, None, 6),
     "convolution_backward": (1, 2, 4, 6, 7, 9),
+    "mkldnn_convolution": (0, 1, 4, 5, None, 6),
 }
 
 
@@ -93,6 +94,13 @@ def nchw_half(name: str, args: tuple) -> bool:
     if w.dim() == 4 and w.shape[2] == 1 and w.shape[3] == 1:
         return False
     return x.is_contiguous() and not x.is_contiguous(memory_format=torch.channels_last)
+
+
+def conv_groups(name: str, args: tuple) -> int:
+    """The ``groups`` argument of a convolution (forward or backward); 1 where it has none."""
+    places = _ARGUMENTS.get(name)
+    value = args[places[5]] if places is not None and len(args) > places[5] else 1
+    return value if isinstance(value, int) and value > 0 else 1
 
 
 def _cudnn_takes(x: Any, w: Any, stride: tuple[int, ...], dilation: tuple[int, ...]) -> bool:
@@ -162,4 +170,4 @@ def conv_backward_macs(args: tuple) -> int:
     return forward * (int(bool(mask[0])) + int(bool(mask[1])))
 
 
-__all__ = ["conv_backward_macs", "conv_gemm_shape", "native_depthwise", "nchw_half"]
+__all__ = ["conv_backward_macs", "conv_gemm_shape", "conv_groups", "native_depthwise", "nchw_half"]

@@ -37,7 +37,7 @@ from vitbench.timemodel.gpus import GpuSpec
 #: vendor's peak at the rated boost clock, and GeForce cards run above it when cool
 BOUNDS = {
     "gemm_eff": (0.05, 1.5), "conv_eff": (0.05, 1.5), "conv_backward_eff": (0.02, 1.5), "attention_eff": (0.05, 1.5), "k_half": (1.0, 1024.0),
-    "bandwidth_eff": (0.1, 1.2), "grouped_eff": (0.005, 1.5), "grouped_wgrad_eff": (0.001, 1.5),
+    "bandwidth_eff": (0.1, 1.2), "grouped_eff": (0.005, 1.5), "grouped_wgrad_eff": (0.001, 1.5), "grouped_channels_half": (1.0, 4096.0),
     "layout_passes": (0.05, 8.0), "depthwise_eff": (0.005, 1.5),
     "depthwise_wgrad_eff": (0.001, 1.5), "sm_bytes_per_clock": (1.0, 64.0), "l2_gain": (1.0, 10.0),
     "launch_floor_s": (0.5e-6, 30e-6), "kernel_tail_s": (0.01e-6, 30e-6), "host_infer_s": (0.5e-6, 200e-6), "host_train_s": (0.5e-6, 300e-6),
@@ -86,7 +86,7 @@ class Stacked:
             starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
             columns = {name: np.concatenate([getattr(t, name) for t in tables])
                        for name in ("kind", "component", "flops", "bytes", "m", "k", "n", "low_precision", "launches",
-                                    "host_units", "light", "relayout")}
+                                    "host_units", "light", "relayout", "channels")}
             stacked = OpTable(**columns, macs=0, total_bytes=0)
             train = np.repeat([self.observations[i].mode == "train" for i in indices], lengths)
             # each operator's own host time where its observation states one (NaN: the params')
@@ -127,10 +127,10 @@ def log_errors(observations: Sequence[Observation], params: GenerationParams) ->
 
 def fit(observations: Sequence[Observation], start: GenerationParams | None = None,
         fixed: Sequence[str] = (), max_evaluations: int = 400, prior_weight: float | Mapping[str, float] = 0.0,
-        light_dispatch: float = 1.0) -> GenerationParams:
+        light_dispatch: float = 1.0, prior: GenerationParams | None = None) -> GenerationParams:
     """The parameters that minimise the soft-L1 of the log errors (``fixed`` ones kept at
-    ``start``), regularised toward ``start`` with ``prior_weight`` (0: not at all; a mapping:
-    each parameter's own weight, 0 for one it does not name)."""
+    ``start``), regularised toward ``prior`` (default ``start``) with ``prior_weight`` (0: not at
+    all; a mapping: each parameter's own weight, 0 for one it does not name)."""
     import numpy as np
     from scipy.optimize import least_squares
 
@@ -147,7 +147,7 @@ def fit(observations: Sequence[Observation], start: GenerationParams | None = No
         return GenerationParams(**values)
 
     stacked = Stacked(observations, light_dispatch)
-    prior = x0.copy()
+    prior_at = np.log([max(getattr(prior, n), 1e-300) for n in names]) if prior is not None else x0.copy()
     weights = np.array([prior_weight.get(n, 0.0) if isinstance(prior_weight, Mapping) else prior_weight for n in names])
 
     def residuals(x):
@@ -156,7 +156,7 @@ def fit(observations: Sequence[Observation], start: GenerationParams | None = No
             return errors
         # soft_l1 applies to every residual: the prior's are scaled so that it stays quadratic
         # where it matters (a factor e^1 away costs weight^2)
-        return np.concatenate([errors, weights * (x - prior)])
+        return np.concatenate([errors, weights * (x - prior_at)])
 
     result = least_squares(residuals, x0, bounds=(low, high), loss="soft_l1", f_scale=0.1,
                            max_nfev=max_evaluations, diff_step=1e-3)

@@ -105,6 +105,7 @@ class GenerationParams:
     bandwidth_eff: float = 0.8     # achieved fraction of DRAM bandwidth, memory-bound kernels
     grouped_eff: float = 0.4       # achieved fraction for grouped / depthwise convolutions cuDNN runs
     grouped_wgrad_eff: float = 0.0  # ... their weight's gradient (0: grouped_eff)
+    grouped_channels_half: float = 0.0  # output channels at which those run at half their rate (0: any)
     layout_passes: float = 0.0     # passes over a half-precision NCHW convolution's bytes to rewrite its layout
     depthwise_eff: float = 0.0     # ... of the FP32 peak, PyTorch's own depthwise kernels (forward, input's
     #                                gradient; 0: priced as cuDNN's grouped ones, as fits made before the two were told apart)
@@ -199,12 +200,15 @@ def default_host() -> HostParams:
 
 
 def fit_source(spec: GpuSpec) -> str:
-    """The parameter set that prices ``spec``: a data-centre card the data-centre fit (relative
-    to sustained rates, so it transfers across generations); a consumer or workstation card
-    its generation's published fit, or the one its generation borrows."""
+    """The parameter set that prices ``spec``: a data-centre card its generation's data-centre fit
+    (``datacenter-ampere``, ``-volta``, ``-turing``: fitted on NVIDIA's published figures), else
+    the data-centre fit of the measured Hopper steps (relative to sustained rates, so it transfers
+    across generations); a consumer or workstation card its generation's published fit, or the
+    one its generation borrows."""
     data = parameter_file()
     if spec.market == "datacenter" and spec.sustained is not None:
-        return "datacenter"
+        own = f"datacenter-{spec.generation}"
+        return own if own in data["generations"] else "datacenter"
     generation = spec.generation
     return generation if generation in data["generations"] else data["borrow"].get(generation, "ada")
 
@@ -278,6 +282,7 @@ class OpTable:
     light: Any           # 1 for a dispatch with no Python frame of its own: autocast's casts, operators
     #                      that launch nothing (a view, dropout in eval); 0 otherwise
     relayout: Any        # 1 for a convolution whose activations the device rewrites NCHW <-> NHWC
+    channels: Any        # a grouped convolution's output channels (0: not known, or not one)
     macs: int
     total_bytes: int
 
@@ -297,20 +302,21 @@ def op_table(ops: Sequence[Op]) -> OpTable:
             foreach[op.name][1] += 1
             continue
         kind = NONE if op.aliases else _KIND_OF_KERNEL.get(op.kernel, MEMORY)
-        if kind not in (NONE, MEMORY) and (not op.macs or len(op.shape) != 3):
+        if kind not in (NONE, MEMORY) and (not op.macs or len(op.shape) not in (3, 4)):
             kind = MEMORY
-        m, k, n = op.shape if len(op.shape) == 3 else (0, 0, 0)
+        m, k, n = op.shape[:3] if len(op.shape) >= 3 else (0, 0, 0)
+        channels = op.shape[3] * n if len(op.shape) == 4 else 0  # a grouped convolution's output channels
         light = 1 if kind == NONE or op.name in LIGHT_OPS else 0
         moved = float(op.bytes) * (TRAFFIC_PASSES.get(op.name, 1.0) if kind == MEMORY else 1.0)
         rows.append((kind, COMPONENTS.index(op.component), 2.0 * op.macs, moved, m, k, n,
                      _LOW_PRECISION.get(op.dtype, 0), 0 if kind == NONE else 1, 1.0, light,
-                     int(op.kernel in _RELAYOUT_KERNELS)))
+                     int(op.kernel in _RELAYOUT_KERNELS), channels))
     for name in order:
         moved, tensors = foreach[name]
         rows.append((MEMORY, COMPONENTS.index("optimizer"), 0.0, moved, 0, 0, 0, 0,
                      math.ceil(tensors / FOREACH_TENSORS_PER_LAUNCH),
-                     1.0 + tensors * FOREACH_HOST_UNITS_PER_TENSOR, 0, 0))
-    columns = list(zip(*rows)) if rows else [()] * 12
+                     1.0 + tensors * FOREACH_HOST_UNITS_PER_TENSOR, 0, 0, 0))
+    columns = list(zip(*rows)) if rows else [()] * 13
     ints = (0, 1, 7, 8, 10, 11)
     arrays = [np.asarray(c, dtype=np.int64 if i in ints else np.float64) for i, c in enumerate(columns)]
     return OpTable(*arrays, macs=sum(op.macs for op in ops), total_bytes=sum(op.bytes for op in ops))
@@ -353,8 +359,10 @@ def kernel_times(table: OpTable, spec: GpuSpec, params: GenerationParams, tf32: 
     grouped_kinds, depthwise_kinds = (GROUPED, GROUPED_BACKWARD), (DEPTHWISE, DEPTHWISE_BACKWARD)
     if params.depthwise_eff <= 0:  # a fit that does not tell PyTorch's depthwise kernels from cuDNN's
         grouped_kinds, depthwise_kinds = (*grouped_kinds, *depthwise_kinds), ()
+    # cuDNN's grouped kernels spread a pixel's channels over a warp: few channels, little of it busy
+    width = np.where(table.channels > 0, table.channels / np.maximum(table.channels + params.grouped_channels_half, 1.0), 1.0)
     grouped = np.maximum(_split_compute(table, 2.0 * spec.peak_flops("float32"), params.grouped_eff,
-                                        params.grouped_wgrad_eff or params.grouped_eff, grouped_kinds[1::2]),
+                                        params.grouped_wgrad_eff or params.grouped_eff, grouped_kinds[1::2]) / width,
                          table.bytes / (spec.bandwidth_bytes_s * params.grouped_eff))
     depthwise = np.maximum(_split_compute(table, spec.peak_flops("float32") or 1.0, params.depthwise_eff or 1.0,
                                           params.depthwise_wgrad_eff or 1.0, depthwise_kinds[1::2]), native)

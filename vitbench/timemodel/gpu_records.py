@@ -35,6 +35,8 @@ class Measured:
     batch_size: int
     precision: str     # bf16, fp16, fp32 (TF32 convolutions only) or tf32
     measured_s: float
+    optimizer: str = "adamw"      # a training step's optimizer
+    channels_last: bool = False   # the model and its images in channels-last memory format
 
 
 def read_file(path: str | Path, machine: str, card: str, source: str) -> list[Measured]:
@@ -66,20 +68,26 @@ def observations(measured: Sequence[Measured], hosts: dict[str, tuple[float, flo
     from vitbench.timemodel.gpu_fit import Observation
     from vitbench.timemodel.gpu_model import op_table
     from vitbench.timemodel.gpus import gpu
-    from vitbench.timemodel.trace_cache import cached_trace
+    from vitbench.timemodel.trace_cache import cached_traces
 
-    tables: dict[tuple[str, str, int, str], Any] = {}
+    # each model built once for all the batches it was measured at
+    batches: dict[tuple, set[int]] = {}
+    for m in measured:
+        batches.setdefault((m.model, m.mode, m.precision, m.optimizer, m.channels_last), set()).add(m.batch_size)
+    tables: dict[tuple, Any] = {}
+    for (model, mode, precision, optimizer, channels_last), sizes in batches.items():
+        traced = cached_traces(resolve(model), tuple(sorted(sizes)), mode, "fp32" if precision == "tf32" else precision,
+                               optimizer, "cuda", channels_last=channels_last)
+        for batch, ops in traced.items():
+            tables[(model, mode, batch, precision, optimizer, channels_last)] = op_table(ops)
     out = []
     for m in measured:
-        key = (m.model, m.mode, m.batch_size, m.precision)
-        if key not in tables:
-            precision = "fp32" if m.precision == "tf32" else m.precision
-            tables[key] = op_table(cached_trace(resolve(m.model), m.batch_size, m.mode, precision, "adamw", "cuda"))
         spec = gpu(m.card)
         if spec is None:
             raise ValueError(f"card {m.card!r} is not in the GPU catalogue")
         host = (hosts or {}).get(m.machine)
-        out.append(Observation(tables[key], spec.at_sustained_rates(), m.mode, m.measured_s, m.precision == "tf32", host))
+        table = tables[(m.model, m.mode, m.batch_size, m.precision, m.optimizer, m.channels_last)]
+        out.append(Observation(table, spec.at_sustained_rates(), m.mode, m.measured_s, m.precision == "tf32", host))
     return out
 
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vitbench.timemodel.conv_kernels import conv_backward_macs, conv_gemm_shape, native_depthwise, nchw_half
+from vitbench.timemodel.attention_paths import math_attention, math_attention_bytes
+from vitbench.timemodel.conv_kernels import conv_backward_macs, conv_gemm_shape, conv_groups, native_depthwise, nchw_half
 
 #: operators that only make views or read metadata: no data moves, no kernel runs
 VIEW_OPS = frozenset({
@@ -41,7 +42,8 @@ class Op:
     component: str       # one of COMPONENTS
     macs: int            # multiply-accumulates (FLOPs / 2 by torch's flop formulas)
     bytes: int           # bytes read (tensor arguments) + written (tensor results)
-    shape: tuple[int, ...]  # the GEMM-like shape (m, k, n) for matmuls/convs/attention; () otherwise
+    shape: tuple[int, ...]  # the GEMM-like shape (m, k, n) for matmuls/convs/attention (a GPU trace's grouped
+    #                         convolutions add their groups: (m, k, n, groups)); () otherwise
     dtype: str           # the dtype of the first tensor result
     kernel: str = ""     # what the calibration prices it by: gemm, conv, conv_backward, conv_grouped(_backward),
     #                      attention, attention_backward, or the operator's name (memory-bound ops)
@@ -65,16 +67,18 @@ COMPUTE_KERNELS = ("gemm", "bmm", "conv", "conv_backward", "conv_grouped", "conv
                    "attention_backward")
 
 
-def kernel_of(name: str, component: str, args: tuple, for_gpu: bool = False) -> str:
-    """The calibration entry that prices an operator (see :class:`Op`); ``for_gpu``: a depthwise
-    convolution PyTorch runs with its own CUDA kernels is ``conv_depthwise`` (:mod:`conv_kernels`)."""
+def kernel_of(name: str, component: str, args: tuple, for_gpu: bool = False, channels_last: bool = False) -> str:
+    """The calibration entry that prices an operator (see :class:`Op`); ``for_gpu``: a convolution
+    is named by the kernel a CUDA device runs (``conv_depthwise``, ``conv_nchw``: :mod:`conv_kernels`)."""
     if component == "conv" or (component == "optimizer" and name in CONV_OPS):
-        groups_at = {"convolution_backward": 9, "conv1d": 6, "conv2d": 6, "conv3d": 6}.get(name, 8)
-        groups = args[groups_at] if len(args) > groups_at and isinstance(args[groups_at], int) else 1
+        groups = conv_groups(name, args)
         backward = "_backward" if name == "convolution_backward" else ""
+        # a channels-last step keeps its format from layer to layer on a GPU (fake tensors' inference
+        # convolutions do not always say so: every one is taken as channels-last there)
+        on_nchw = for_gpu and not channels_last
         if groups > 1:
-            return ("conv_depthwise" if for_gpu and native_depthwise(name, args) else "conv_grouped") + backward
-        return ("conv_nchw" if for_gpu and nchw_half(name, args) else "conv") + backward
+            return ("conv_depthwise" if on_nchw and native_depthwise(name, args) else "conv_grouped") + backward
+        return ("conv_nchw" if on_nchw and nchw_half(name, args) else "conv") + backward
     if component == "attention":
         if name in ("bmm", "baddbmm", *MATMUL_COMPOSITES) or math_attention(name, args):
             return "bmm"
@@ -86,21 +90,6 @@ def kernel_of(name: str, component: str, args: tuple, for_gpu: bool = False) -> 
 
 #: composites that inference mode dispatches whole and that multiply matrices
 MATMUL_COMPOSITES = ("matmul", "einsum", "tensordot")
-
-
-def math_attention(name: str, args: tuple) -> bool:
-    """SDPA on other than 4-D tensors (NesT's (B, heads, blocks, N, C)): no fused kernel takes
-    them, so PyTorch runs its math path (two batched products around a softmax, the maps in memory)."""
-    if not name.startswith(("scaled_dot_product", "_scaled_dot_product")) or "backward" in name or not args:
-        return False
-    return hasattr(args[0], "dim") and args[0].dim() != 4
-
-
-def math_attention_bytes(args: tuple) -> int:
-    """The math path's extra traffic: 4 passes over the q[:-1] x S maps (scores, probabilities)."""
-    from math import prod
-
-    return 4 * prod(args[0].shape[:-1]) * args[1].shape[-2] * args[0].element_size()
 
 
 def component_of(name: str, in_optimizer: bool, args: tuple = ()) -> str:
@@ -248,7 +237,7 @@ def _registry() -> dict[Any, Any]:
 
 
 def describe(func: Any, args: tuple, kwargs: dict | None, out: Any, in_optimizer: bool = False,
-             for_gpu: bool = False) -> Op | None:
+             for_gpu: bool = False, channels_last: bool = False) -> Op | None:
     """The :class:`Op` of one dispatched operator call, or None for views and metadata; ``for_gpu``:
     its kernel named as a CUDA device runs it (:func:`kernel_of`), whatever the traced tensors' device."""
     import torch
@@ -267,9 +256,12 @@ def describe(func: Any, args: tuple, kwargs: dict | None, out: Any, in_optimizer
     if component == "attention" and math_attention(name, args):
         moved += math_attention_bytes(args)
     macs = _macs(func, args, kwargs or {}, out) if component in ("attention", "linear", "conv") else 0
-    return Op(name=name, component=component, macs=macs, bytes=moved,
-              shape=gemm_shape(name, args, out) if macs else (),
-              dtype=str(first.dtype).replace("torch.", ""), kernel=kernel_of(name, component, args, for_gpu),
+    kernel = kernel_of(name, component, args, for_gpu, channels_last)
+    shape = gemm_shape(name, args, out) if macs else ()
+    if for_gpu and len(shape) == 3 and kernel.startswith(("conv_grouped", "conv_depthwise")):
+        shape = (*shape, conv_groups(name, args))  # the GPU model's kernels parallelise over channels
+    return Op(name=name, component=component, macs=macs, bytes=moved, shape=shape,
+              dtype=str(first.dtype).replace("torch.", ""), kernel=kernel,
               aliases=not macs and (_inactive_dropout(name, args) or _returns_an_input(name, flat_in, flat_out)))
 
 
@@ -303,11 +295,12 @@ def _returns_an_input(name: str, inputs: list, outputs: list) -> bool:
 
 
 class _Recorder:
-    def __init__(self, for_gpu: bool = False) -> None:
+    def __init__(self, for_gpu: bool = False, channels_last: bool = False) -> None:
         self.ops: list[Op] = []
         self.recording = False
         self.in_optimizer = False
         self.for_gpu = for_gpu
+        self.channels_last = channels_last
 
     def mode(self):
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -318,7 +311,8 @@ class _Recorder:
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 out = func(*args, **(kwargs or {}))
                 if recorder.recording:
-                    op = describe(func, args, kwargs, out, recorder.in_optimizer, recorder.for_gpu)
+                    op = describe(func, args, kwargs, out, recorder.in_optimizer, recorder.for_gpu,
+                                  recorder.channels_last)
                     if op is not None:
                         recorder.ops.append(op)
                 return out
@@ -338,7 +332,7 @@ def trace_ops(build: Any, input_size: tuple[int, int, int], classes: int | None,
 
 def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | None, batches: tuple[int, ...],
                   mode: str, precision: str = "fp32", optimizer: str = "adamw", device_type: str = "cpu",
-                  reparam: bool = False) -> dict[int, list[Op]]:
+                  reparam: bool = False, channels_last: bool = False) -> dict[int, list[Op]]:
     """:func:`trace_ops` at several batch sizes, building the module once.
 
     ``device_type='cuda'`` traces on fake CUDA tensors under CUDA's autocast policy (no GPU is
@@ -346,7 +340,8 @@ def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | N
     there (a tensor made on the CPU in its forward), and a training step on a machine without a
     GPU (autograd's engine needs a CUDA device to run a backward, even of fake tensors), are
     traced on the CPU instead, their kernels named as on a GPU (``for_gpu``).
-    ``reparam``: the model in its deployed form (:func:`reparameterize`) before tracing."""
+    ``reparam``: the model in its deployed form (:func:`reparameterize`) before tracing;
+    ``channels_last``: the model and its images in channels-last memory format."""
     from vitbench.models.materialize import light_build
     from vitbench.timemodel.trace_setup import cuda_present, deployed
 
@@ -355,26 +350,29 @@ def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | N
 
     if device_type == "cuda" and (mode != "train" or cuda_present()):
         try:
-            return _trace_module(make(), input_size, classes, batches, mode, precision, optimizer, "cuda")
+            return _trace_module(make(), input_size, classes, batches, mode, precision, optimizer, "cuda",
+                                 channels_last=channels_last)
         except (KeyboardInterrupt, SystemExit, MemoryError):
             raise
         except Exception:  # noqa: BLE001 - a forward that makes CPU tensors: its CPU trace runs the same operators
             pass
     return _trace_module(make(), input_size, classes, batches, mode, precision, optimizer, "cpu",
-                         for_gpu=device_type == "cuda")
+                         for_gpu=device_type == "cuda", channels_last=channels_last)
 
 
 def _trace_module(module: Any, input_size: tuple[int, int, int], classes: int | None, batches: tuple[int, ...],
-                  mode: str, precision: str, optimizer: str, device_type: str, for_gpu: bool = False) -> dict[int, list[Op]]:
+                  mode: str, precision: str, optimizer: str, device_type: str, for_gpu: bool = False,
+                  channels_last: bool = False) -> dict[int, list[Op]]:
     from vitbench.timemodel.trace_setup import decomposed_fast_paths
 
     with decomposed_fast_paths():
         return _trace_steps(module, input_size, classes, batches, mode, precision, optimizer, device_type,
-                            for_gpu or device_type == "cuda")
+                            for_gpu or device_type == "cuda", channels_last)
 
 
 def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | None, batches: tuple[int, ...],
-                 mode: str, precision: str, optimizer: str, device_type: str, for_gpu: bool) -> dict[int, list[Op]]:
+                 mode: str, precision: str, optimizer: str, device_type: str, for_gpu: bool,
+                 channels_last: bool) -> dict[int, list[Op]]:
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -385,14 +383,17 @@ def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | N
     from vitbench.timemodel.trace_setup import autocast_for
 
     fake_mode = FakeTensorMode()
+    layout = torch.channels_last if channels_last else torch.contiguous_format
+    if channels_last:
+        module.to(memory_format=layout)
     fake_module(module, fake_mode, device_type)
     dtype = autocast_dtype(precision)
     sizes = [(p.numel(), p.dtype) for p in module.parameters() if p.requires_grad]
     out_ops: dict[int, list[Op]] = {}
     for batch in batches:
-        recorder = _Recorder(for_gpu)
+        recorder = _Recorder(for_gpu, channels_last)
         with fake_mode:
-            images = torch.randn(batch, *input_size, device=device_type)
+            images = torch.randn(batch, *input_size, device=device_type).contiguous(memory_format=layout)
             labels = torch.randint(0, classes, (batch,), device=device_type) if classes else None
         with fake_mode, recorder.mode():
             recorder.recording = True
@@ -473,13 +474,14 @@ def optimizer_ops(sizes: list[tuple[int, Any]], optimizer: str) -> list[Op]:
 
 
 def trace_target_ops(target: Any, batch: int, mode: str, precision: str = "fp32", optimizer: str = "adamw",
-                     device_type: str = "cpu", reparam: bool = False) -> list[Op]:
+                     device_type: str = "cpu", reparam: bool = False, channels_last: bool = False) -> list[Op]:
     """:func:`trace_ops` of a resolved Target (``vitbench.resolve_models``)."""
-    return trace_target_batches(target, (batch,), mode, precision, optimizer, device_type, reparam)[batch]
+    return trace_target_batches(target, (batch,), mode, precision, optimizer, device_type, reparam, channels_last)[batch]
 
 
 def trace_target_batches(target: Any, batches: tuple[int, ...], mode: str, precision: str = "fp32",
-                         optimizer: str = "adamw", device_type: str = "cpu", reparam: bool = False) -> dict[int, list[Op]]:
+                         optimizer: str = "adamw", device_type: str = "cpu", reparam: bool = False,
+                         channels_last: bool = False) -> dict[int, list[Op]]:
     """:func:`trace_batches` of a resolved Target."""
     classes = target.spec.num_classes if target.spec is not None else None
     build = target.build
@@ -492,6 +494,6 @@ def trace_target_batches(target: Any, batches: tuple[int, ...], mode: str, preci
 
     try:
         return trace_batches(build, target.input_size, classes, tuple(batches), mode, precision, optimizer, device_type,
-                             reparam)
+                             reparam, channels_last)
     except ModelForwardError as exc:  # the model's own forward failed: name it
         raise exc.named(target.label) from exc.__cause__

@@ -97,8 +97,10 @@ def gpu_kernel_warnings(ops: list[Any]) -> list[dict[str, str]]:
     """Warnings for kernels the GPU cost model prices by a rule the real kernel may not follow
     (what the trace cannot see): matrix products with an inner or output size of a few elements
     (talking-heads attention, mixing over heads: cuBLAS runs these at a small fraction of its
-    rate, and they usually come with strided copies), and grouped / depthwise convolutions in
-    fp16 / bf16 on NCHW tensors (cuDNN's kernels for these vary by an order of magnitude)."""
+    rate, and they usually come with strided copies); cuDNN's grouped and depthwise convolutions
+    in fp16 / bf16 (their speed varies by an order of magnitude with the channels, the filter and
+    the layout; one rule prices them); attention on other than 4-D tensors (PyTorch's math path:
+    its products and maps are priced, not the strided copies of q, k and v around them)."""
     out = []
     tiny = [op for op in ops if op.kernel in ("gemm", "bmm") and len(op.shape) == 3
             and min(op.shape[1], op.shape[2]) <= TINY_GEMM_SIZE and op.macs >= TINY_GEMM_MACS]
@@ -110,9 +112,14 @@ def gpu_kernel_warnings(ops: list[Any]) -> list[dict[str, str]]:
     total = sum(op.bytes for op in ops) or 1
     grouped = sum(op.bytes for op in ops if op.kernel.startswith("conv_grouped") and op.dtype in ("float16", "bfloat16"))
     if grouped / total >= DEPTHWISE_HALF_SHARE:
-        out.append(warning("gpu-unpriced-kernels", f"grouped / depthwise convolutions in half precision move "
-                           f"{grouped / total:.0%} of the step's bytes: cuDNN's kernels for these (NCHW) vary widely",
-                           "treat the GPU time as uncertain; channels_last or measuring (vitbench profile) settles it"))
+        out.append(warning("gpu-unpriced-kernels", f"cuDNN's grouped / depthwise convolutions in half precision move "
+                           f"{grouped / total:.0%} of the step's bytes: their speed varies widely with channels and layout",
+                           "treat the GPU time as uncertain; measuring it (vitbench profile --device cuda) settles it"))
+    math_path = sum(op.bytes for op in ops if op.kernel == "bmm" and op.name.startswith("scaled_dot_product"))
+    if math_path / total >= DEPTHWISE_HALF_SHARE:
+        out.append(warning("gpu-unpriced-kernels", f"attention on other than 4-D tensors runs PyTorch's math path "
+                           f"({math_path / total:.0%} of the step's bytes): the strided copies around it are not priced",
+                           "treat the GPU time as a lower estimate; measure it (vitbench profile --device cuda)"))
     return out
 
 
@@ -158,7 +165,15 @@ MAX_LATENCY_S = 1e6
 MAX_MEASURED_BATCH = 10**9
 
 
-def error_band(profile: Any, model: str, mode: str) -> dict[str, Any]:
+#: the band of a row with a gpu-unpriced-kernels warning: the model cannot say, so +-100% at p90
+UNPRICED_P90 = 1.0
+#: how much wider a data-centre card's band is when its fit was not made on it (transferred
+#: through its sustained rates): what the Hopper fit's errors grew to on NVIDIA's published A100,
+#: V100 and T4 figures before their own fits (docs/time.md)
+TRANSFER_WIDENING = 1.5
+
+
+def error_band(profile: Any, model: str, mode: str, warned: bool = False) -> dict[str, Any]:
     """How far to trust a GPU prediction: the median and 90th percentile of |predicted /
     published - 1| that the validation on timm's published throughputs measured for this
     family of model on this GPU (``pred_error_basis`` says which measurements), or on the GPUs
@@ -171,8 +186,8 @@ def error_band(profile: Any, model: str, mode: str) -> dict[str, Any]:
                  f"the fit's residuals on this card's calibration (n={band.get('n')}); not an error on held-out models")
         return {"pred_error_median": band.get("median"), "pred_error_p90": band.get("p90"), "pred_error_basis": basis}
     kind = family(model)
-    if getattr(profile, "params_from", "") == "datacenter":
-        return _datacenter_band(profile, kind)
+    if getattr(profile, "params_from", "").startswith("datacenter"):
+        return _datacenter_band(profile, kind, warned)
     bands = (profile.validation or {}).get(mode, {})
     device = profile.spec.key
     if device in bands:
@@ -187,17 +202,27 @@ def error_band(profile: Any, model: str, mode: str) -> dict[str, Any]:
             "pred_error_basis": f"{basis}; family {kind} (n={band['n']})"}
 
 
-def _datacenter_band(profile: Any, kind: str) -> dict[str, Any]:
-    """The data-centre fit's band: its leave-one-model-out errors on the H100 (the family's
-    where it has three or more configurations, else all), said to be transferred for a card
-    that was not measured."""
-    bands = (profile.validation or {}).get("datacenter", {})
-    band = bands.get(kind) if bands.get(kind, {}).get("n", 0) >= 3 else bands.get("all")
-    if not band:
+def _datacenter_band(profile: Any, kind: str, warned: bool) -> dict[str, Any]:
+    """The data-centre fit's band (the fit that prices the card: the Hopper steps', or its
+    generation's on NVIDIA's figures): its leave-one-model-out errors, the family's where it has
+    three or more configurations and no smaller than all families' (a family seen on a few
+    models is no surer than the rest); x TRANSFER_WIDENING for a card the fit was not made on;
+    +-UNPRICED_P90 at the 90th percentile for a row whose kernels the model cannot price (its
+    gpu-unpriced-kernels warning)."""
+    bands = (profile.validation or {}).get(profile.params_from, {})
+    overall = bands.get("all")
+    if not overall:
         return {"pred_error_median": None, "pred_error_p90": None, "pred_error_basis": "no validation for this case"}
+    own = bands.get(kind) if bands.get(kind, {}).get("n", 0) >= 3 else None
+    median = max(own["median"], overall["median"]) if own else overall["median"]
+    p90 = max(own["p90"], overall["p90"]) if own else overall["p90"]
     measured = profile.spec.key in bands.get("cards", ())
     where = (f"{profile.spec.name} is one of the fit's cards" if measured else
-             f"{profile.spec.name} not measured: transferred through its sustained rates")
-    family_text = f"family {kind}" if band is bands.get(kind) else "all families"
-    return {"pred_error_median": band["median"], "pred_error_p90": band["p90"],
-            "pred_error_basis": f"{bands.get('basis', 'data-centre fit')}; {family_text} (n={band['n']}); {where}"}
+             f"{profile.spec.name} not measured: transferred through its sustained rates, band x{TRANSFER_WIDENING:g}")
+    if not measured:
+        median, p90 = median * TRANSFER_WIDENING, p90 * TRANSFER_WIDENING
+    if warned:
+        p90, where = max(p90, UNPRICED_P90), f"{where}; kernels it cannot price (pred_warning): p90 {UNPRICED_P90:.0%}"
+    family_text = f"family {kind} (n={own['n']}) or all" if own else f"all families (n={overall['n']})"
+    return {"pred_error_median": round(median, 4), "pred_error_p90": round(p90, 4),
+            "pred_error_basis": f"{bands.get('basis', 'data-centre fit')}; {family_text}; {where}"}

@@ -398,8 +398,8 @@ def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str |
     row.update(prediction.columns(batch))
     row["pred_basis"] = cal.label
     if device != "cpu":
-        row.update(error_band(cal, target.name, run_mode))
         unpriced = gpu_kernel_warnings(ops)
+        row.update(error_band(cal, target.name, run_mode, warned=bool(unpriced)))
         row["pred_warning"] = "; ".join(w["message"] for w in unpriced) or None
         row_warnings.extend(unpriced)
     row["pred_seconds"] = time.perf_counter() - started

@@ -15,7 +15,7 @@ the one gate (:func:`~vitbench.input_files.read_input_bytes`: a regular file, it
 unpacked to a bound, parsed by :func:`~vitbench.input_files.load_json` with bounded integers
 (19 digits: every count below 2^62) and nesting, then checked field by field: exactly the keys
 ``format``, ``key``, ``ops``, ``sha256``; each operator eight fields of the right type (text is
-not a number, a bool is not a count), counts from 0 to :data:`MAX_COUNT`, a shape of 0 or 3
+not a number, a bool is not a count), counts from 0 to :data:`MAX_COUNT`, a shape of 0, 3 or 4
 sizes, a known component and torch dtype; and ``sha256``, the SHA-256 of the canonical payload
 (:func:`checksum`), must match. An entry that fails any check (damaged, truncated, tampered,
 another format, without a checksum) is stale: it is traced again with a one-line warning on
@@ -40,8 +40,10 @@ from typing import Any
 from vitbench.timemodel.ops import Op
 
 #: bumped whenever the traced operators or their fields change meaning (3: the checksum)
-FORMAT = 5  # 4: scaled_dot_product_attention on other than 4-D tensors is the math path (ops.math_attention);
-#            5: a grouped convolution's backward counted with its groups (ops.conv_backward_macs)
+FORMAT = 5  # 4: scaled_dot_product_attention on other than 4-D tensors is the math path (attention_paths.math_attention);
+#            5: a grouped convolution's backward counted with its groups (conv_kernels.conv_backward_macs),
+#            a GPU's convolution kernels named apart (conv_depthwise, conv_nchw), a GPU trace's grouped
+#            convolutions carry their groups as a fourth shape entry
 #: a cache entry larger than this is not read (a trace of 10^5 operators is about 2 MB)
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 CACHED_SOURCES = ("preset", "spec", "torchvision", "timm", "hf")
@@ -88,7 +90,7 @@ def library_versions() -> dict[str, str]:
 
 
 def cache_key(target: Any, batch: int, mode: str, precision: str, optimizer: str, device_type: str,
-              reparam: bool) -> str | None:
+              reparam: bool, channels_last: bool = False) -> str | None:
     """The entry's name for a configuration, or None when the model is not cacheable."""
     if target.module is not None or target.source not in CACHED_SOURCES:
         return None
@@ -97,6 +99,7 @@ def cache_key(target: Any, batch: int, mode: str, precision: str, optimizer: str
         "spec": repr(target.spec) if target.spec is not None else "", "input": list(target.input_size), "batch": batch,
         "mode": mode, "precision": precision, "optimizer": optimizer if mode == "train" else "",
         "device_type": device_type, "reparam": bool(reparam), "versions": library_versions(),
+        **({"channels_last": True} if channels_last else {}),
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:40]
 
@@ -140,7 +143,7 @@ def _valid(values: list, dtypes: frozenset[str], seen: set[str]) -> bool:
 
     name, component, macs, moved, shape, dtype, kernel, aliases = values
     return (_name(name, seen) and component in COMPONENTS and _count(macs) and _count(moved) and type(shape) is list
-            and len(shape) in (0, 3) and all(map(_count, shape)) and type(dtype) is str and dtype in dtypes
+            and len(shape) in (0, 3, 4) and all(map(_count, shape)) and type(dtype) is str and dtype in dtypes
             and (kernel == "" or _name(kernel, seen)) and type(aliases) is int and aliases in (0, 1))
 
 
@@ -157,7 +160,7 @@ def _op(values: Any, dtypes: frozenset[str], seen: set[str] | None = None) -> Op
     checks = (
         ("name", isinstance(name, str) and _NAME.fullmatch(name)), ("component", component in COMPONENTS),
         ("macs", _count(macs)), ("bytes", _count(moved)),
-        ("shape", isinstance(shape, list) and len(shape) in (0, 3) and all(_count(d) for d in shape)),
+        ("shape", isinstance(shape, list) and len(shape) in (0, 3, 4) and all(_count(d) for d in shape)),
         ("dtype", isinstance(dtype, str) and dtype in dtypes),
         ("kernel", isinstance(kernel, str) and (kernel == "" or _NAME.fullmatch(kernel))),
         ("aliases", type(aliases) is int and aliases in (0, 1)),
@@ -267,33 +270,34 @@ def write(key: str, ops: list[Op]) -> bool:
 
 
 def cached_trace(target: Any, batch: int, mode: str, precision: str, optimizer: str, device_type: str = "cpu",
-                 reparam: bool = False, use_cache: bool = True) -> list[Op]:
+                 reparam: bool = False, use_cache: bool = True, channels_last: bool = False) -> list[Op]:
     """The operators of one step (:func:`~vitbench.timemodel.ops.trace_target_ops`), from the
     disk cache when this configuration was traced before."""
     from vitbench.timemodel.ops import trace_target_ops
 
-    key = cache_key(target, batch, mode, precision, optimizer, device_type, reparam) if use_cache else None
+    key = cache_key(target, batch, mode, precision, optimizer, device_type, reparam, channels_last) if use_cache else None
     if key is not None:
         found = read(key)
         if found is not None:
             return found
-    ops = trace_target_ops(target, batch, mode, precision, optimizer, device_type, reparam)
+    ops = trace_target_ops(target, batch, mode, precision, optimizer, device_type, reparam, channels_last)
     if key is not None:
         write(key, ops)
     return ops
 
 
 def cached_traces(target: Any, batches: tuple[int, ...], mode: str, precision: str, optimizer: str,
-                  device_type: str = "cpu", reparam: bool = False) -> dict[int, list[Op]]:
+                  device_type: str = "cpu", reparam: bool = False, channels_last: bool = False) -> dict[int, list[Op]]:
     """:func:`cached_trace` at several batches, building the module once for those not cached."""
     from vitbench.timemodel.ops import trace_target_batches
 
-    keys = {batch: cache_key(target, batch, mode, precision, optimizer, device_type, reparam) for batch in batches}
+    keys = {batch: cache_key(target, batch, mode, precision, optimizer, device_type, reparam, channels_last)
+            for batch in batches}
     found = {batch: read(key) for batch, key in keys.items() if key is not None}
     out = {batch: ops for batch, ops in found.items() if ops is not None}
     missing = tuple(batch for batch in batches if batch not in out)
     if missing:
-        traced = trace_target_batches(target, missing, mode, precision, optimizer, device_type, reparam)
+        traced = trace_target_batches(target, missing, mode, precision, optimizer, device_type, reparam, channels_last)
         for batch, ops in traced.items():
             if keys[batch] is not None:
                 write(keys[batch], ops)

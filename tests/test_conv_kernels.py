@@ -1,0 +1,105 @@
+"""Which kernel a convolution runs on a CUDA device (vitbench.timemodel.conv_kernels), checked
+case by case against PyTorch's rule in aten/src/ATen/native/Convolution.cpp (use_cudnn_depthwise
+and check_cudnn_depthwise_workload_with_filter, cuDNN >= 8.2), on meta tensors, and the kernel
+names a GPU trace carries for them."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+
+from vitbench.timemodel.conv_kernels import conv_groups, native_depthwise, nchw_half
+
+
+def conv_args(batch, channels, size, kernel, stride=1, dtype=torch.float16, groups=None, out=None,
+              channels_last=False, dilation=1):
+    """aten.convolution's arguments: (input, weight, bias, stride, padding, dilation, transposed,
+    output_padding, groups)."""
+    groups = channels if groups is None else groups
+    out = channels if out is None else out
+    x = torch.empty(batch, channels, size, size, dtype=dtype, device="meta")
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    w = torch.empty(out, channels // groups, kernel, kernel, dtype=dtype, device="meta")
+    return (x, w, None, [stride, stride], [kernel // 2] * 2, [dilation, dilation], False, [0, 0], groups)
+
+
+@pytest.mark.parametrize("case, native", [
+    # float16, 3x3 and 5x5 filters at stride 1, >= 32 channels, width >= 7: cuDNN
+    (dict(batch=64, channels=96, size=56, kernel=3), False),
+    (dict(batch=64, channels=96, size=56, kernel=5), False),
+    # ConvNeXt's 7x7 filter: only 1/3/5 go to cuDNN
+    (dict(batch=64, channels=96, size=56, kernel=7), True),
+    # bfloat16 and float32: only float16 goes to cuDNN (in NCHW)
+    (dict(batch=64, channels=96, size=56, kernel=3, dtype=torch.bfloat16), True),
+    (dict(batch=64, channels=96, size=56, kernel=3, dtype=torch.float32), True),
+    # fewer than 32 channels, or a width under 7
+    (dict(batch=64, channels=16, size=56, kernel=3), True),
+    (dict(batch=64, channels=96, size=6, kernel=3), True),
+    # stride 2, batch > 1: a 3x3 needs >= 512 channels, or >= 256 at width >= 28
+    (dict(batch=64, channels=240, size=28, kernel=3, stride=2), True),
+    (dict(batch=64, channels=256, size=28, kernel=3, stride=2), False),
+    (dict(batch=64, channels=512, size=14, kernel=3, stride=2), False),
+    # stride 2 at batch 1: any 3x3 or 5x5
+    (dict(batch=1, channels=64, size=28, kernel=3, stride=2), False),
+    # dilated: never cuDNN in NCHW
+    (dict(batch=64, channels=96, size=56, kernel=3, dilation=2), True),
+    # channels-last input: always cuDNN, whatever the precision or filter
+    (dict(batch=64, channels=96, size=56, kernel=7, dtype=torch.bfloat16, channels_last=True), False),
+])
+def test_depthwise_backend(case, native):
+    assert native_depthwise("convolution", conv_args(**case)) is native
+
+
+def test_not_depthwise_is_never_native():
+    # grouped but not depthwise (ResNeXt's 32 groups): cuDNN's grouped kernels
+    assert not native_depthwise("convolution", conv_args(64, 128, 28, 3, groups=32))
+    # ungrouped
+    assert not native_depthwise("convolution", conv_args(64, 128, 28, 3, groups=1, dtype=torch.bfloat16))
+
+
+def test_backward_reads_its_input_and_weight():
+    # convolution_backward(grad_out, input, weight, bias_sizes, stride, padding, dilation, transposed,
+    #                      output_padding, groups, output_mask)
+    x, w, _, stride, padding, dilation, transposed, output_padding, groups = conv_args(
+        64, 96, 56, 7, dtype=torch.bfloat16)
+    grad = torch.empty_like(x)
+    args = (grad, x, w, [96], stride, padding, dilation, transposed, output_padding, groups, [True, True, False])
+    assert native_depthwise("convolution_backward", args)
+    assert conv_groups("convolution_backward", args) == 96
+
+
+@pytest.mark.parametrize("case, rewritten", [
+    (dict(batch=8, channels=64, size=28, kernel=3, groups=1, dtype=torch.bfloat16), True),
+    (dict(batch=8, channels=64, size=28, kernel=3, groups=1, dtype=torch.float16), True),
+    # float32 (TF32) convolutions have NCHW kernels
+    (dict(batch=8, channels=64, size=28, kernel=3, groups=1, dtype=torch.float32), False),
+    # a 1x1 filter on NCHW is a matrix product per image
+    (dict(batch=8, channels=64, size=28, kernel=1, groups=1, dtype=torch.bfloat16), False),
+    # already channels-last
+    (dict(batch=8, channels=64, size=28, kernel=3, groups=1, dtype=torch.bfloat16, channels_last=True), False),
+])
+def test_nchw_half(case, rewritten):
+    assert nchw_half("convolution", conv_args(**case)) is rewritten
+
+
+def test_gpu_trace_names_the_kernels():
+    """A bfloat16 EfficientNet-B0 step traced for a GPU: its depthwise convolutions run
+    PyTorch's own kernels (forward and backward), its 3x3 stem rewrites its layout, its 1x1
+    convolutions do not; channels-last sends every depthwise one to cuDNN; a CPU trace keeps
+    the plain names."""
+    from vitbench.models.references import resolve
+    from vitbench.timemodel.trace_cache import cached_trace
+
+    target = resolve("timm:efficientnet_b0")
+    gpu = Counter(op.kernel for op in cached_trace(target, 2, "train", "bf16", "sgd", "cuda", use_cache=False))
+    assert gpu["conv_depthwise"] == gpu["conv_depthwise_backward"] == 16
+    assert gpu["conv_nchw"] == 1 and gpu["conv"] == 65 - 1
+    for mode in ("infer", "train"):
+        last = Counter(op.kernel for op in cached_trace(target, 2, mode, "bf16", "sgd", "cuda", use_cache=False,
+                                                        channels_last=True))
+        assert last["conv_grouped"] == 16 and last["conv_depthwise"] == 0 and last["conv_nchw"] == 0
+    cpu = Counter(op.kernel for op in cached_trace(target, 2, "infer", "bf16", "sgd", "cpu", use_cache=False))
+    assert cpu["conv_grouped"] == 16 and cpu["conv"] == 65
