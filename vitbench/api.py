@@ -83,7 +83,7 @@ def _analyzed(target: Target, batch_size: int, traced: list[str], table_depth: i
     (and fvcore's module table to ``table_depth``). The batch size is checked once, here."""
     from vitbench.counters import count_target, counted_record
     from vitbench.counters.limits import CountingRefused
-    from vitbench.errors import ModelForwardError
+    from vitbench.errors import ModelError
 
     record = identity_record(target, batch_size)  # checks batch_size
     try:
@@ -91,14 +91,11 @@ def _analyzed(target: Target, batch_size: int, traced: list[str], table_depth: i
             record.update(counted_record(target, batch_size, traced, record, table_depth=table_depth if "fvcore" in traced else None))
         if table_depth is not None and "fvcore" not in traced:
             record["fvcore_table"] = count_target(target, batch_size, ("fvcore",), table_depth=table_depth).fvcore_table
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except ModelForwardError as exc:  # the model's own forward failed: the user's to fix (exit 2), not a bug
+    except ModelError as exc:  # the model's own code failed: the user's to fix (exit 2), not a bug
         record.update(status="refused", error=exc.detail)
     except CountingRefused as exc:  # too large to trace: said from the analytic size, nothing built
         record.update(status="refused", error=str(exc).split(": ", 1)[-1])
-    except Exception as exc:  # noqa: BLE001 - one model's failure is its row, not the command's
-        record.update(status="error", error=f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500])
+    # anything else is vitbench's own bug: it ends the command (exit 3, the traceback kept)
     fill_counted(record)
     if target.analytic_note:
         record["analytic_note"] = target.analytic_note

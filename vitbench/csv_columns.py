@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from vitbench import csv_records
-from vitbench.errors import InputFileError
+from vitbench.errors import InputFileError, VitbenchError
 
 #: a column with at most this many distinct cells is typed per distinct cell by the record reader
 DISTINCT_LIMIT = 65_536
@@ -176,9 +176,9 @@ def read_csv_columns(path: str | os.PathLike, where: str, wanted: Any, *, min_by
             many = [name for name in keep if few[name].overflowed]
             _trim()
             numeric = _stream(handle, many, _Numbers) if many else {}
-        except InputFileError:
+        except VitbenchError:
             raise
-        except Exception:  # noqa: BLE001 (Arrow refused the file, or a case not foreseen: the record reader reads it)
+        except _not_columnar():  # Arrow refused the file, or numbers it cannot hold: the record reader reads it
             return None
     columns = _columns(keep, few, numeric)
     if columns is None:
@@ -191,6 +191,14 @@ def read_csv_columns(path: str | os.PathLike, where: str, wanted: Any, *, min_by
     return result if _meets_schema(result) else None
 
 
+def _not_columnar() -> tuple[type[BaseException], ...]:
+    """What makes a file not the columnar reader's (the record reader then reads it): Arrow's
+    refusal, a cell no number of numpy's holds. Anything else is a bug, raised."""
+    import pyarrow as pa
+
+    return (pa.ArrowException, ValueError, ArithmeticError)
+
+
 def _columns(keep: list[str], few: dict[str, Any], numeric: dict[str, Any]) -> dict[str, Column] | None:
     """Each kept column typed from what the passes gathered, or None when one is not the
     columnar reader's to type."""
@@ -198,9 +206,9 @@ def _columns(keep: list[str], few: dict[str, Any], numeric: dict[str, Any]) -> d
     for name in keep:
         try:
             column = numeric[name].column() if name in numeric else few[name].column()
-        except InputFileError:
+        except VitbenchError:
             raise
-        except Exception:  # noqa: BLE001 (a case not foreseen: the record reader reads the file)
+        except _not_columnar():  # cells numpy cannot hold: the record reader reads the file
             return None
         if column is None:
             return None

@@ -10,10 +10,11 @@ import functools
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vitbench import hooks
 from vitbench.csv_records import _list_or_text, records_from_csv
 from vitbench.errors import InputFileError
 from vitbench.escape import csv_cell
@@ -52,10 +53,9 @@ def identity_columns(
     }
 
 
-#: how :class:`Records` show themselves (``html``: an HTML table, ``plot``: a matplotlib Axes):
-#: functions of the reporting layer, registered by the package root (``vitbench/__init__.py``),
-#: because this bottom layer imports nothing above it
-DISPLAY: dict[str, Callable[..., Any]] = {}
+#: how :class:`Records` show themselves: :data:`vitbench.hooks.DISPLAY` (the reporting layer's
+#: functions, registered by the package root: this bottom layer imports nothing above it)
+DISPLAY = hooks.DISPLAY
 
 
 class Records(list):

@@ -15,6 +15,8 @@ import importlib
 import os
 import sys
 
+from vitbench.cli.common import UsageError
+
 COMMANDS = (
     "analyze",
     "models",
@@ -36,10 +38,6 @@ COMMANDS = (
 )
 
 
-class UsageError(Exception):
-    pass
-
-
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit code 2, never a usage dump."""
 
@@ -49,7 +47,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> Parser:
-    from vitbench import __version__
+    from vitbench.version import __version__
 
     parser = Parser(
         prog="vitbench",
@@ -199,8 +197,20 @@ def _main(argv: list[str] | None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # a bug: say so in one line, keep the traceback on request
-        if os.environ.get("VITBENCH_DEBUG"):
-            raise
+    # the command's boundary: anything else is vitbench's own bug, exit 3, its traceback on
+    # standard error under VITBENCH_DEBUG=1 (else one line saying how to see it)
+    except Exception as exc:  # noqa: BLE001
+        return internal_error(exc)
+
+
+def internal_error(exc: BaseException) -> int:
+    """Exit code 3 for vitbench's own exception: one line naming it, and under
+    ``VITBENCH_DEBUG=1`` its whole traceback first, on standard error."""
+    import traceback
+
+    if os.environ.get("VITBENCH_DEBUG"):
+        sys.stderr.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        error(f"internal error: {exc.__class__.__name__}: {exc}")
+    else:
         error(f"internal error: {exc.__class__.__name__}: {exc} (set VITBENCH_DEBUG=1 for a traceback)")
-        return 3
+    return 3

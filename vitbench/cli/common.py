@@ -16,6 +16,10 @@ from vitbench.reporting.format import FORMATS, render
 from vitbench.specs import SPEC_TYPES, list_valued, spec_fields, split_alternatives
 
 
+class UsageError(Exception):
+    """A command line argparse or a command refuses: one line, exit code 2."""
+
+
 def _override_fields() -> dict[str, str]:
     """Every spec field (union over model kinds) -> a help text naming the kinds that have it."""
     out: dict[str, list[str]] = {}

@@ -34,7 +34,7 @@ def register(subparsers) -> None:
 
 
 def _ints(text: str, flag: str) -> list[int]:
-    from vitbench.cli import UsageError
+    from vitbench.cli.common import UsageError
 
     try:
         return [batch_size_int(t) for t in text.split(",") if t.strip()]
@@ -50,7 +50,7 @@ def _sizes(text: str) -> list:
     try:
         return [parse_image_size(t) for t in split_alternatives(text)]
     except ValueError as exc:  # SpecError is a ValueError too
-        from vitbench.cli import UsageError
+        from vitbench.cli.common import UsageError
 
         raise UsageError(f"--img-size={text!r}: {getattr(exc, 'reason', exc)}") from None
 

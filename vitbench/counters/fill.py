@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from vitbench.errors import VitbenchError
+
 
 def fill_counted(record: dict[str, Any]) -> dict[str, Any]:
     """One number per quantity: ``params`` and ``macs`` (per batch) with ``params_source`` and
@@ -44,9 +46,7 @@ def counted_identity(target: Any, batch_size: int | str | None, cache: dict | No
 
     try:
         counted = count(target, key[1], ["dispatch"])
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except Exception:  # noqa: BLE001 - a model that cannot be counted keeps empty columns, as before
+    except VitbenchError:  # a model that cannot be counted (refused, its code failed) keeps empty columns
         counted = {}
     figures = {}
     if counted.get("module_params") is not None:

@@ -116,7 +116,7 @@ def real_forward_bytes(spec: Any, batch_size: int) -> int | None:
         from vitbench.analytic.memory import memory_estimate
 
         estimate = memory_estimate(spec, batch_size, "train")
-    except Exception:  # noqa: BLE001 - no memory model for this spec: nothing to refuse from
+    except VitbenchError:  # no memory model for this spec (a SpecError): nothing to refuse from
         return None
     return estimate.weights_bytes + estimate.activations_bytes
 

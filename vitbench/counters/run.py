@@ -14,6 +14,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from vitbench.counters.limits import CountingRefused
+from vitbench.errors import ModelError, model_code, model_forward
 from vitbench.models.target import Target
 
 
@@ -81,12 +83,14 @@ def run_dispatch(target: Target, batch_size: int) -> tuple[Any, int, str | None]
     with _eval_mode(module):
         try:
             state = meta_state(module)
-            return dispatch_count(module, (torch.empty(shape, device="meta"),), state=state), params, None
-        except Exception as exc:  # noqa: BLE001 - data-dependent shapes, tensors the constructor left on the CPU
-            reason = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
+            with model_code():
+                return dispatch_count(module, (torch.empty(shape, device="meta"),), state=state), params, None
+        except ModelError as exc:  # data-dependent shapes, tensors the constructor left on the CPU
+            cause = exc.__cause__ or exc
+            reason = str(cause).strip().splitlines()[0][:120] if str(cause).strip() else type(cause).__name__
         too_big = None if target.module is not None else _too_big_to_execute(target)
         if too_big:
-            raise RuntimeError(f"the model cannot run on the meta device ({reason}), and running it for real is refused: {too_big}")
+            raise CountingRefused(f"the model cannot run on the meta device ({reason}), and running it for real is refused: {too_big}")
         real = module if target.module is not None and not _on_meta(module) else _fresh_for_fvcore(target).eval()
         device = _device_of(real)
         counted = dispatch_count(real, (torch.zeros(shape, device=device),), label=target.label)  # its failure: the model's
@@ -110,10 +114,9 @@ def run_fvcore(
             return None, None, f"fvcore skipped: it executes the model, and {too_big}; the dispatch count stands"
     module = target.module if target.module is not None else _fresh_for_fvcore(target)
     shape = (batch_size, *target.input_size)
-    with _eval_mode(module):
-        counted = fvcore_count(
-            module, (torch.zeros(shape, device=_device_of(module)),), activations=activations, table_depth=table_depth
-        )
+    images = torch.zeros(shape, device=_device_of(module))
+    with _eval_mode(module), model_forward(images, target.label):  # fvcore runs the model's forward
+        counted = fvcore_count(module, (images,), activations=activations, table_depth=table_depth)
     return counted, parameter_count(module), None
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vitbench.errors import VitbenchError
 from vitbench.settings import RunSettings
 
 
@@ -97,7 +98,7 @@ def _estimate(target, settings: RunSettings, batch_size: Any) -> Any:
             return None
         return memory_estimate(target.spec, batch_size, settings.mode, settings.precision, settings.optimizer,
                                settings.attention)
-    except Exception:  # noqa: BLE001 - a spec the model rejects: measured without a prediction
+    except VitbenchError:  # a spec the memory model rejects (a SpecError): measured without a prediction
         return None
 
 
@@ -114,14 +115,14 @@ def planned_batch(target, settings: RunSettings, budget_bytes: int, device: str 
     if target.spec is not None:
         try:
             planned = predicted_max_batch(target.spec, int(budget_bytes), settings)
-        except Exception:  # noqa: BLE001 - no plan: the batch is searched for instead
+        except VitbenchError:  # no plan (a SpecError): the batch is searched for instead
             planned = None
         if planned is not None:
             return planned
     resolved = getattr(target, "target", target)  # a measure.target.Measured wraps the Target
     try:
         return largest_batch(trace_target(resolved, settings.mode, settings.precision, settings.optimizer), int(budget_bytes))
-    except Exception:  # noqa: BLE001 - the model cannot be traced: searched for instead
+    except VitbenchError:  # the model cannot be traced (a ModelError): searched for instead
         return None
 
 

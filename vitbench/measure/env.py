@@ -54,7 +54,7 @@ def environment(device: str) -> dict[str, Any]:
     """``env_*`` columns for a result measured on ``device`` ('cpu' or 'cuda[:i]')."""
     import torch
 
-    from vitbench import __version__
+    from vitbench.version import __version__
 
     record: dict[str, Any] = {
         "env_device_name": cpu_model(),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vitbench.errors import ModelError, model_code
 from vitbench.settings import RunSettings
 from vitbench.specs import ModelSpec
 
@@ -153,9 +154,10 @@ def measure_workload_memory(workload) -> dict[str, Any]:
         record["memory_method"] = "cuda_allocator"
         target = f"cuda:{torch.cuda.current_device()}"
         try:
-            summary = summarize_timeline(categorized_timeline(_profile_step(workload), target, _step_counter_ptrs(workload.optimizer)))
-        except Exception as exc:  # noqa: BLE001 - the breakdown is extra on CUDA: the allocator's peak stands
-            record["memory_breakdown_error"] = f"{exc.__class__.__name__}: {exc}"
+            with model_code():  # torch's profiler (a private API) on the model's step
+                summary = summarize_timeline(categorized_timeline(_profile_step(workload), target, _step_counter_ptrs(workload.optimizer)))
+        except ModelError as exc:  # the breakdown is extra on CUDA: the allocator's peak stands
+            record["memory_breakdown_error"] = exc.detail
             return record
         summary.pop("peak_memory_bytes")  # the allocator's own peak is authoritative on CUDA
         record.update(summary)

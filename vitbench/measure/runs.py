@@ -27,6 +27,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from vitbench.errors import ModelError, model_code
 from vitbench.settings import RunSettings
 
 
@@ -135,7 +136,7 @@ def _tf32_enabled() -> bool:
 
     try:
         return torch.get_float32_matmul_precision() != "highest"
-    except Exception:  # noqa: BLE001 - pragma: no cover - API drift
+    except AttributeError:  # pragma: no cover - API drift
         return bool(torch.backends.cuda.matmul.allow_tf32)
 
 
@@ -167,11 +168,12 @@ def roofline_columns(target, settings: RunSettings, record: dict[str, Any]) -> d
     if target.spec is None:
         return out
     try:
-        per_kind = forward_intensity(target.spec, record["batch_size"], settings.precision, settings.channels_last)
-    except Exception as exc:  # noqa: BLE001 - context, not the measurement: never lose the row over it
+        with model_code():  # torch's operators and their FLOP formulas on the model
+            per_kind = forward_intensity(target.spec, record["batch_size"], settings.precision, settings.channels_last)
+    except ModelError as exc:  # context, not the measurement: never lose the row over it
         from vitbench.row_warnings import warning
 
-        out["warnings"] = [warning("intensity-failed", f"arithmetic intensity failed: {exc.__class__.__name__}: {exc}")]
+        out["warnings"] = [warning("intensity-failed", f"arithmetic intensity failed: {exc.detail}")]
         return out
     out.update(intensity_columns(per_kind, roof.ridge))
     return out

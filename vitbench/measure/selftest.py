@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from vitbench.errors import ModelError, model_code
 from vitbench.settings import RunSettings
 from vitbench.specs import ViTSpec
 
@@ -198,9 +199,10 @@ def run_checks(device: str = "auto", only: tuple[str, ...] | None = None) -> Ite
     for name in only or CHECKS:
         start = time.perf_counter()
         try:
-            detail, passed = _FUNCTIONS[name](device), True
+            with model_code():  # torch, the device, the machine: their error is the path failing
+                detail, passed = _FUNCTIONS[name](device), True
         except CheckFailed as exc:
             detail, passed = str(exc), False
-        except Exception as exc:  # noqa: BLE001 - a crash in a path is that path failing
-            detail, passed = f"{exc.__class__.__name__}: {exc}", False
+        except ModelError as exc:  # a crash in a path is that path failing (vitbench's own bug is raised)
+            detail, passed = exc.detail, False
         yield CheckResult(name, passed, detail, time.perf_counter() - start)

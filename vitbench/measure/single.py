@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vitbench.errors import VitbenchError
+from vitbench.errors import ModelError, VitbenchError, model_code
 from vitbench.row_warnings import warning
 from vitbench.settings import RunSettings
 
@@ -125,8 +125,9 @@ def measure_batch(target, settings: RunSettings, device: str, batch: int, cap) -
     def optional(what: str, fn):
         failed = None
         try:
-            return fn()
-        except Exception as exc:  # noqa: BLE001 - an optional pass that fails is a warning on the row
+            with model_code():  # a pass over the user's model: its kernels, its memory, a trace
+                return fn()
+        except VitbenchError as exc:  # the pass failed (the model's code, torch, the trace folder): a warning on the row
             failed = error_text(exc)
         warnings.append(warning("pass-failed", f"{what} failed: {failed}"))
         release_memory(device)
@@ -204,7 +205,7 @@ def _fits(target, settings: RunSettings, device: str, cap):
         failed = False
         try:
             cap.run(lambda: probe(batch))
-        except Exception as exc:
+        except (MemoryError, RuntimeError, ModelError) as exc:  # what is_oom can call out of memory
             if not is_oom(exc, capped=cap.limit_bytes is not None):
                 raise
             failed = True
@@ -223,7 +224,7 @@ def _measure_or_none(target, settings, device, batch, cap):
     result, peak, reason = None, None, None
     try:
         result = measure_batch(target, settings, device, batch, cap)
-    except Exception as exc:
+    except (MemoryError, RuntimeError, ModelError) as exc:  # what is_oom can call out of memory
         if not is_oom(exc, capped=cap.limit_bytes is not None):
             raise
         peak, reason = getattr(exc, "peak", None), error_text(exc, limit=160)
@@ -307,30 +308,33 @@ def measure_run(target, settings: RunSettings, device: str) -> dict[str, Any]:
     steps = None
     with thread_count(settings.threads):
         try:
-            record["env_malloc"] = apply_allocator(settings.allocator)
-            will_cap = settings.memory_limit_bytes is not None or settings.batch_size == "auto"
-            steps = step_runner(device, will_cap, warm=lambda: start_runtime(device, settings))
-            budget = None
-            if settings.batch_size == "auto":
-                budget, source = auto_budget(settings, device)
-                record["memory_budget_bytes"], record["memory_budget_source"] = budget, source
-            cap = MemoryCap(device, _cap_bytes(settings, budget), steps=steps)
-            capped = cap.limit_bytes is not None
-            record.update(environment(device))
-            if settings.batch_size == "auto":
-                batch, columns, pass_warnings = measure_auto(target, settings, device, cap, budget, record)
-                record["batch_size"], record["batch_size_auto"] = batch, True
-                if target.macs is not None:
-                    record["macs"] = target.macs * batch
-            else:
-                columns, pass_warnings = measure_batch(target, settings, device, settings.batch_size, cap)
-            record.update(columns)
-            warnings.extend(pass_warnings)
-            record["status"] = "ok"
-        except VitbenchError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a failed configuration is a result row, never lost
+            with model_code():  # the user's model, built and run for real
+                record["env_malloc"] = apply_allocator(settings.allocator)
+                will_cap = settings.memory_limit_bytes is not None or settings.batch_size == "auto"
+                steps = step_runner(device, will_cap, warm=lambda: start_runtime(device, settings))
+                budget = None
+                if settings.batch_size == "auto":
+                    budget, source = auto_budget(settings, device)
+                    record["memory_budget_bytes"], record["memory_budget_source"] = budget, source
+                cap = MemoryCap(device, _cap_bytes(settings, budget), steps=steps)
+                capped = cap.limit_bytes is not None
+                record.update(environment(device))
+                if settings.batch_size == "auto":
+                    batch, columns, pass_warnings = measure_auto(target, settings, device, cap, budget, record)
+                    record["batch_size"], record["batch_size_auto"] = batch, True
+                    if target.macs is not None:
+                        record["macs"] = target.macs * batch
+                else:
+                    columns, pass_warnings = measure_batch(target, settings, device, settings.batch_size, cap)
+                record.update(columns)
+                warnings.extend(pass_warnings)
+                record["status"] = "ok"
+        # a configuration whose model fails (built, run for real: its code, torch, the device) is
+        # a result row, never lost; vitbench's own bug is raised (exit 3)
+        except ModelError as exc:
             failure = ("oom" if is_oom(exc, capped) else "error", error_text(exc))
+        except MemoryError as exc:  # out of host memory, or the measured peak over the limit
+            failure = ("oom", error_text(exc))
         finally:
             if steps is not None:
                 steps.close()

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from vitbench.errors import ModelError, VitbenchError, model_code
 from vitbench.specs import spec_from_dict, spec_key, spec_to_dict
 
 
@@ -96,6 +97,8 @@ class Measured:
 
 
 def _reason(exc: BaseException) -> str:
+    if isinstance(exc, ModelError) and exc.__cause__ is not None:  # what the model's code raised
+        exc = exc.__cause__
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:200]
 
 
@@ -111,7 +114,7 @@ def _counted(target) -> tuple[int | None, int | None, int | None, tuple[dict[str
 
         counted = count(target, 1, ("dispatch",))
         params, macs = counted.get("module_params"), counted.get("dispatch_macs")
-    except Exception as exc:  # noqa: BLE001 - the row still runs, without a size
+    except VitbenchError as exc:  # refused or the model's code failed: the row still runs, without a size
         notes.append(warning("not-counted", f"parameters and MACs could not be counted ({_reason(exc)}): the row has no "
                              "params, macs, flops_per_s or mfu", "`vitbench analyze` on the model shows the cause"))
     try:
@@ -120,15 +123,16 @@ def _counted(target) -> tuple[int | None, int | None, int | None, tuple[dict[str
         from vitbench.models import build_meta
         from vitbench.models.inputs import main_output
 
-        module = build_meta(target) if target.module is None else None
-        if module is None:
-            import copy
+        with model_code():  # the model's code, on the meta device
+            module = build_meta(target) if target.module is None else None
+            if module is None:
+                import copy
 
-            module = copy.deepcopy(target.module).to("meta")
-        with torch.no_grad():
-            out = main_output(module.eval()(torch.empty(1, *target.input_size, device="meta")))
+                module = copy.deepcopy(target.module).to("meta")
+            with torch.no_grad():
+                out = main_output(module.eval()(torch.empty(1, *target.input_size, device="meta")))
         classes = int(out.shape[-1]) if out.dim() == 2 else None
-    except Exception as exc:  # noqa: BLE001 - the row still runs, with the mean-square loss
+    except VitbenchError as exc:  # the model's code cannot run on meta: the row still runs, with the mean-square loss
         notes.append(warning("output-width-unknown", f"the output width could not be found on the meta device ({_reason(exc)}): a "
                              "training step uses the mean-square loss of the output instead of cross-entropy"))
     return params, macs, classes, tuple(notes)
@@ -136,14 +140,11 @@ def _counted(target) -> tuple[int | None, int | None, int | None, tuple[dict[str
 
 def measured(target) -> Measured:
     """A resolved Target -> :class:`Measured` (analytic size from the spec, else counted)."""
-    if target.spec is not None:
-        try:
-            from vitbench.analytic import complexity
+    if target.spec is not None:  # every spec kind has its formulas
+        from vitbench.analytic import complexity
 
-            result = complexity(target.spec, 1)
-            return Measured(target, result.params, result.macs, "analytic", target.spec.num_classes)
-        except Exception:  # noqa: BLE001 - a family without formulas: count it
-            pass
+        result = complexity(target.spec, 1)
+        return Measured(target, result.params, result.macs, "analytic", target.spec.num_classes)
     params, macs, classes, notes = _counted(target)
     return Measured(target, params, macs, "dispatch" if macs is not None else None, classes, notes)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vitbench.errors import VitbenchError
+from vitbench.errors import VitbenchError, model_code
 from vitbench.store.layout import ROWS_NAME
 from vitbench.store.options import StoreOptions
 from vitbench.sweeps.grid import Config, check_valid, tally
@@ -361,13 +361,17 @@ def _open_top_store(plan: SweepPlan, directory: Path, grid_size: int, options: S
 def _submit_array(executor: Any, task: ShardJob, directory: Path, existed: bool) -> dict[int, Any]:
     """Submit one job per shard (index -> job); a refused array removes the folder it created."""
     indexes = list(range(1, task.count + 1))
+    def refused(exc: Exception) -> LaunchInputError:
+        reason = " ".join(str(exc).split())[-300:]
+        return LaunchInputError(f"--launcher submitit: the cluster refused the job array ({reason}); nothing was run")
+
     try:
-        return dict(zip(indexes, executor.map_array(task, indexes)))
-    except Exception as exc:  # noqa: BLE001 - sbatch refused the array (submitit raises several kinds): nothing ran
+        with model_code(refused):  # sbatch refused the array (submitit raises several kinds): nothing ran
+            return dict(zip(indexes, executor.map_array(task, indexes)))
+    except LaunchInputError:
         if not existed:
             shutil.rmtree(directory, ignore_errors=True)
-        reason = " ".join(str(exc).split())[-300:]
-        raise LaunchInputError(f"--launcher submitit: the cluster refused the job array ({reason}); nothing was run") from None
+        raise
 
 
 def _submitted_only(plan: SweepPlan, directory: Path, grid_size: int, task: ShardJob, submitted: dict[int, Any]) -> SweepResult:
@@ -470,9 +474,10 @@ def _quiet_sacct_warnings() -> None:
 def _job_error(job: Any) -> Any:
     """The job's exception (None when it succeeded); an unreadable outcome is an error too."""
     try:
-        return job.exception()
-    except Exception as exc:  # noqa: BLE001 - submitit raises several kinds for a job with no result
-        return exc
+        with model_code(lambda exc: LaunchError(str(exc))):  # submitit's code, several kinds of exception
+            return job.exception()
+    except LaunchError as exc:  # a job with no result
+        return exc.__cause__
 
 
 __all__ = ["ArrayOptions", "LaunchError", "LaunchInputError", "ShardJob", "check_slurm", "run_gpus", "run_submitit", "slurm_state", "visible_gpus"]

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from vitbench.errors import SpecError
+from vitbench.errors import SpecError, VitbenchError
 from vitbench.results import read_input_text
 from vitbench.settings import COUNTERS, STAGES, RunSettings
 from vitbench.specs import SPEC_TYPES, spec_fields
@@ -251,7 +251,7 @@ def model_kinds(check: Checker, key: str, models: Sequence[str], first: Mapping[
                 overrides_taken(ref, first)
             except SpecError:  # the first grid values may not suit it: its own defaults may
                 overrides_taken(ref, {})
-        except Exception as exc:  # noqa: BLE001 - UnknownModelError, SpecError: keep the hint after the key
+        except VitbenchError as exc:  # UnknownModelError, SpecError, a model that fails: keep the hint after the key
             raise check.fail(key, model, str(exc).split(": ", 1)[-1]) from None
         out[ref] = None
     return out

@@ -13,6 +13,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from vitbench.errors import ModelError, VitbenchError, error_detail
 from vitbench.row_warnings import merge
 from vitbench.sweeps.grid import Config
 from vitbench.sweeps.plan import SweepPlan
@@ -101,10 +102,17 @@ class Runner:
             row.update(status="oom", error="MemoryError: out of host memory")
         except CountingRefused as exc:
             row.update(status="refused", error=str(exc))
+        except ModelError as exc:  # the model's code failed: its row, with that code's traceback
+            row.update(status="error", error=exc.detail[:500], error_detail=error_detail(exc))
+        except VitbenchError as exc:  # what the configuration asks is refused: one line
+            row.update(status="error", error=f"{exc.__class__.__name__}: {' '.join(str(exc).split())}"[:500])
         except (KeyboardInterrupt, SystemExit):
             raise
-        except Exception as exc:  # noqa: BLE001 - a failed configuration is a row, never an aborted sweep
-            row.update(status="error", error=f"{exc.__class__.__name__}: {' '.join(str(exc).split())}"[:500])
+        # the sweep's worker boundary: a configuration failing, by vitbench's own bug too, is its
+        # row and the sweep goes on; the traceback is kept in the row's error_detail
+        except Exception as exc:  # noqa: BLE001
+            row.update(status="error", error=f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())}"[:500],
+                       error_detail=error_detail(exc))
         row.update(identity)  # the sweep's names win over a stage's (measure names the model too)
         return _finish(row, started)
 

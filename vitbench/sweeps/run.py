@@ -285,7 +285,7 @@ def _export_quietly(directory: Path, formats: Sequence[str]) -> None:
 
 def sweep_meta(plan: SweepPlan, grid_size: int | None, shard: tuple[int, int] | None, devices: Sequence[str] = ()) -> dict[str, Any]:
     """What sweep.json records about the sweep (the fingerprint identifies its definition)."""
-    from vitbench import __version__
+    from vitbench.version import __version__
 
     return {
         "fingerprint": plan.fingerprint, "legacy_fingerprint": plan.legacy_fingerprint, "name": plan.name, "source": plan.source,
@@ -301,8 +301,8 @@ def environment(measured_devices: Sequence[str] = ()) -> dict[str, Any]:
     import platform
     import sys
 
-    from vitbench import __version__
     from vitbench.store.writer import now_iso
+    from vitbench.version import __version__
 
     env: dict[str, Any] = {
         "python": sys.version.split()[0], "platform": platform.platform(), "machine": platform.machine(),

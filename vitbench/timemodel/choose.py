@@ -28,7 +28,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from vitbench.errors import SpecError
+from vitbench.errors import SpecError, VitbenchError, error_reason
 from vitbench.results import Records
 
 #: kept free on every card for the CUDA context and cuBLAS / cuDNN workspaces (not in the memory model)
@@ -100,8 +100,8 @@ def _memory_model(target: Any, mode: str, precision: str, optimizer: str) -> tup
 
     try:
         profile = trace_target(target, mode, precision, optimizer)
-    except Exception as exc:  # noqa: BLE001 - a model fake tensors cannot run: its rows say so
-        return None, None, f"memory not predicted: tracing it failed: {type(exc).__name__}: {exc}".splitlines()[0]
+    except VitbenchError as exc:  # a model fake tensors cannot run (a ModelError): its rows say so
+        return None, None, f"memory not predicted: tracing it failed: {error_reason(exc)}".splitlines()[0]
     return (lambda budget: largest_batch(profile, budget), profile.peak,
             "traced on fake tensors (the tensors operators return: a lower bound within about 5%)")
 

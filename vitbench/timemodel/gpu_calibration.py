@@ -225,10 +225,10 @@ def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_ti
     """Measure ``suite`` on this machine's CUDA device, fit the cost model's parameters to it."""
     import torch
 
-    from vitbench import __version__
     from vitbench.errors import SpecError
     from vitbench.timemodel.gpu_model import profile_for
     from vitbench.timemodel.gpus import GPU_DEVICES, match_device_name
+    from vitbench.version import __version__
 
     if not torch.cuda.is_available():
         raise SpecError("device", "cuda", "no CUDA device here: a GPU calibration is measured on the GPU")

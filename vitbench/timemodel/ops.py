@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from vitbench.errors import ModelError, foreign_call, model_code
+
 #: operators that only make views or read metadata: no data moves, no kernel runs
 VIEW_OPS = frozenset({
     "view", "_unsafe_view", "reshape", "permute", "transpose", "t", "expand", "unsqueeze", "squeeze", "select", "slice",
@@ -323,7 +325,7 @@ class _Recorder:
 
         class Record(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                out = func(*args, **(kwargs or {}))
+                out = foreign_call(func, *args, **(kwargs or {}))  # the model's operator
                 if recorder.recording:
                     op = describe(func, args, kwargs, out, recorder.in_optimizer)
                     if op is not None:
@@ -361,9 +363,7 @@ def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | N
     if device_type == "cuda":
         try:
             return _trace_module(make(), input_size, classes, batches, mode, precision, optimizer, "cuda")
-        except (KeyboardInterrupt, SystemExit, MemoryError):
-            raise
-        except Exception:  # noqa: BLE001 - a forward that makes CPU tensors: its CPU trace runs the same operators
+        except ModelError:  # a forward that makes CPU tensors: its CPU trace runs the same operators
             pass
     return _trace_module(make(), input_size, classes, batches, mode, precision, optimizer, "cpu")
 
@@ -410,7 +410,8 @@ def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | N
                         recorder.recording = True
                     loss = step_loss(out, labels)
                     del out
-                loss.backward()
+                with model_code():  # the model's backward
+                    loss.backward()
                 del loss
                 for parameter in module.parameters():
                     parameter.grad = None  # as zero_grad(set_to_none=True): the next step starts alike

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from vitbench.errors import ModelForwardError, SpecError
+from vitbench.errors import ModelError, ModelForwardError, SpecError, error_detail
 from vitbench.results import Records
 from vitbench.row_warnings import warning
 from vitbench.settings import MAX_THREADS, MODES, OPTIMIZERS, check_batch_size
@@ -283,9 +283,9 @@ def predict(
     """
     import torch
 
-    from vitbench import __version__
     from vitbench.models.references import resolve_all as resolve_models
     from vitbench.models.target import is_module
+    from vitbench.version import __version__
 
     devices = check_devices(device)
     modes = _as_list("mode", mode, MODES)
@@ -342,8 +342,9 @@ class _Context:
 def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str | None, traces: dict,
                 context: _Context) -> dict[str, Any]:
     """The row of one configuration (target, mode, batch, precision) on one device: refused
-    from the spec, refused for the model's own failing forward, an error when the step cannot be
-    traced (the reason in ``error``, the traceback in ``error_detail``), else priced."""
+    from the spec, refused for the model's own failing forward, refused when the model's code
+    cannot be traced otherwise (the reason in ``error``, the traceback in ``error_detail``), else
+    priced. vitbench's own exception is not a row: it ends the command."""
     target, run_mode, batch, prec = configuration
     cal, warnings = priced
     row = row_head(target, batch, device, run_mode, prec, context.optimizer, cal, context.reparam, context.counts)
@@ -357,9 +358,9 @@ def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str |
         try:
             traces[device_type] = traced_ops(target, batch, run_mode, prec, context.optimizer, device_type,
                                              context.reparam, context.trace_cache)
-        # any model's failure to trace becomes its row (a model torch cannot trace on fake tensors
-        # is not vitbench's bug); the traceback is kept in the row
-        except Exception as exc:  # noqa: BLE001
+        # the model's code failing (its forward, its backward on fake tensors) becomes its row, the
+        # traceback kept in it; vitbench's own exception ends the command (exit 3)
+        except ModelError as exc:
             traces[device_type] = exc
     ops = traces[device_type]
     from vitbench.timemodel.trace_cache import take_refused
@@ -368,12 +369,9 @@ def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str |
     if isinstance(ops, ModelForwardError):  # the model's own forward failed: the user's to fix (exit 2)
         return {**row, "status": "refused", "error": ops.detail, "pred_basis": cal.label, "warnings": row_warnings,
                 **context.environment}
-    if isinstance(ops, Exception):
-        import traceback
-
-        return {**row, "status": "error", "error": f"cannot trace the step: {type(ops).__name__}: {ops}".splitlines()[0],
-                "error_detail": "".join(traceback.format_exception(type(ops), ops, ops.__traceback__)),
-                "pred_basis": cal.label, "warnings": row_warnings, **context.environment}
+    if isinstance(ops, ModelError):  # the model's code cannot run on fake tensors (its backward, say)
+        return {**row, "status": "refused", "error": f"cannot trace the step: {ops.detail}".splitlines()[0],
+                "error_detail": error_detail(ops), "pred_basis": cal.label, "warnings": row_warnings, **context.environment}
     prediction = _price(ops, cal, run_mode, prec)
     row.update(prediction.columns(batch))
     row["pred_basis"] = cal.label

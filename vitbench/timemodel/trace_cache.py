@@ -64,7 +64,7 @@ def trace_dir() -> Path:
 def _library_versions() -> dict[str, str]:
     from importlib import metadata
 
-    from vitbench import __version__
+    from vitbench.version import __version__
 
     out = {"vitbench": __version__}
     for name in ("torch", "timm", "transformers", "torchvision"):

@@ -12,7 +12,7 @@ from typing import Any
 from vitbench.analytic.memory.closed_forms import check_batch, check_run
 from vitbench.analytic.memory.planner import largest_batch, memory_estimate, plan, spec_of, unsupported_reason
 from vitbench.analytic.memory.replay import Profile
-from vitbench.errors import SpecError
+from vitbench.errors import SpecError, VitbenchError, error_reason
 from vitbench.results import Records
 from vitbench.row_warnings import warning
 from vitbench.specs.identity import RowIdentity
@@ -138,8 +138,8 @@ def _replayed_record(model, spec, memory_bytes, batch_size, mode, precision, opt
 def _traced_record(model, reason, trace, memory_bytes, batch_size, mode, precision, optimizer):
     try:
         profile = trace(model, mode, precision, optimizer)
-    except Exception as exc:  # noqa: BLE001 - a model fake tensors cannot run: say so, predict nothing
-        failed = f"tracing it on fake tensors failed: {exc.__class__.__name__}: {exc}".splitlines()[0]
+    except VitbenchError as exc:  # a model fake tensors cannot run (a ModelError): say so, predict nothing
+        failed = f"tracing it on fake tensors failed: {error_reason(exc)}".splitlines()[0]
         return _unsupported_record(model, [warning("memory-unavailable", reason), warning("memory-unavailable", failed)],
                                    memory_bytes, batch_size, mode, precision, optimizer)
     max_batch = largest_batch(profile, memory_bytes) if memory_bytes is not None else None

@@ -8,19 +8,30 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from vitbench.errors import SpecError, VitbenchError
+from vitbench.errors import ModelBuildError, SpecError, model_code
 from vitbench.models.target import Target, light_module, remember
+
+
+def guarded(reference: str, build: Callable[[], Any]) -> Callable[[], Any]:
+    """``build`` behind the model-code boundary: what the library's or the user's constructor
+    raises (an unexpected keyword argument, its own check) is a :class:`ModelBuildError`, one
+    line naming the reference; vitbench's own exceptions pass as they are."""
+
+    def build_guarded() -> Any:
+        with model_code(lambda exc: _build_error(reference, exc)):
+            return build()
+
+    return build_guarded
+
+
+def _build_error(reference: str, exc: Exception) -> ModelBuildError:
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return ModelBuildError("model", reference, f"could not be built: {type(exc).__name__}: {message}")
 
 
 def probe(reference: str, key: Any, build: Callable[[], Any]) -> Any:
     """The module (parameters on meta, real buffers); a builder failure is one line."""
-    try:
-        module = light_module(key, build)
-    except VitbenchError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the library's own error, e.g. an unexpected keyword argument
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise SpecError("model", reference, f"could not be built: {type(exc).__name__}: {message}") from None
+    module = light_module(key, guarded(reference, build))
     from torch import nn
 
     if not isinstance(module, nn.Module):
@@ -94,7 +105,7 @@ def finish(
         spec=spec,
         analytic_note=note,
         overrides=tuple(shown.items()),
-        build=build,
+        build=guarded(reference, build),
     )
     remember(("target", target), module)  # the counters reuse this build
     return target

@@ -39,7 +39,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from vitbench.errors import SpecError
+from vitbench.errors import SpecError, model_code
 
 _IMPORTS_REFUSED: contextvars.ContextVar[bool] = contextvars.ContextVar("vitbench_py_imports_refused", default=False)
 
@@ -339,12 +339,9 @@ def check_static(reference: str, module_path: str, attribute: str | None = None)
         raise _refuse(reference, f"{top!r} is a module of Python's standard library, not a model factory")
     if top == "vitbench":
         raise _refuse(reference, "vitbench's own modules are not model factories (its models are presets: `vitbench models`)")
-    try:
+    # a finder's own failure (another package's import hook) is refused: fail closed
+    with model_code(lambda exc: _refuse(reference, f"{module_path!r} cannot be located without importing it ({type(exc).__name__})")):
         levels = _levels(reference, module_path)
-    except SpecError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a finder's own failure: refused, fail closed
-        raise _refuse(reference, f"{module_path!r} cannot be located without importing it ({type(exc).__name__})") from None
     for name, origin in levels:
         if origin is None:  # a namespace package: no code of its own
             continue

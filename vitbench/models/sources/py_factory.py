@@ -24,7 +24,7 @@ import os
 import re
 from typing import Any
 
-from vitbench.errors import SpecError
+from vitbench.errors import ModelBuildError, SpecError, foreign_call, model_code
 from vitbench.models.sources.common import accepted, finish, key_of, probe, typed
 from vitbench.models.sources.py_contract import (
     check_factory,
@@ -56,10 +56,11 @@ def import_namespace(reference: str, module_path: str) -> Any:
         namespace = importlib.util.module_from_spec(spec)
         sys.modules[name] = namespace
         try:
-            spec.loader.exec_module(namespace)
-        except Exception as exc:  # noqa: BLE001 - the user's file failed: say so in one line
+            with model_code(lambda exc: ModelBuildError("model", reference, f"cannot import {module_path!r}: {type(exc).__name__}: {exc}")):
+                spec.loader.exec_module(namespace)  # the user's file: its failure is one line
+        except BaseException:
             del sys.modules[name]
-            raise SpecError("model", reference, f"cannot import {module_path!r}: {type(exc).__name__}: {exc}") from None
+            raise
         return namespace
     if not _MODULE.fullmatch(module_path):
         raise SpecError("model", reference, "must be py:package.module:factory or py:path/to/file.py:factory")
@@ -203,7 +204,7 @@ def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[s
     final = {k: v for k, v in shown.items() if k != "img_size" or k in takes}
 
     def build():
-        return factory(**final)
+        return foreign_call(factory, **final)  # the user's factory: an unexpected keyword is theirs
 
     module = probe(reference, key_of("py", name, final), build)
     default = module_input_size(module)

@@ -1,0 +1,145 @@
+"""Move every needless function-local import (:func:`_imports.needless_local`: a light vitbench
+module, the standard library) to the top of its module, then sort the imports with ruff:
+``python tests/_hoist_imports.py [FILE...]`` (default: every module of vitbench). An import it
+cannot move safely (inside a ``try``, or binding a name the module or the builtins already have)
+is left where it is and listed; ``tests/test_layers.py`` then says which remain."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import subprocess
+import sys
+from pathlib import Path
+
+import _imports
+
+
+def _bound_at_top(tree: ast.Module) -> set[str]:
+    """Names the module binds at module level (definitions, assignments, imports)."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        else:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    names.add(sub.id)
+    return names
+
+
+def _top_imports(tree: ast.Module) -> dict[str, str]:
+    """Name -> the top-level import statement (unparsed) that binds it."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                out[(alias.asname or alias.name).split(".")[0]] = _statement(node, alias)
+    return out
+
+
+def _statement(node: ast.Import | ast.ImportFrom, alias: ast.alias) -> str:
+    one = ast.Import(names=[alias]) if isinstance(node, ast.Import) else ast.ImportFrom(module=node.module, names=[alias], level=node.level)
+    return ast.unparse(one)
+
+
+def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
+def _movable(path: Path, tree: ast.Module) -> tuple[list[ast.AST], list[str], list[str]]:
+    """(statements to remove, statements to add at the top, reasons some stay)."""
+    needless = {(s.line, s.target) for s in _imports.sites_of(path) if s.kind == _imports.LOCAL and _imports.needless_local(s)}
+    lines = {line for line, _ in needless}
+    parents = _parents(tree)
+    bound, top = _bound_at_top(tree), _top_imports(tree)
+    remove, add, kept = [], [], []
+    planned: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno not in lines:
+            continue
+        package = _imports.module_name(path) if path.name == "__init__.py" else _imports.module_name(path).rsplit(".", 1)[0]
+        if not all((node.lineno, t) in needless for t in _imports._targets(node, package)):
+            kept.append(f"{path}:{node.lineno}: imports something costly too")
+            continue
+        parent = parents[node]
+        if isinstance(parent, (ast.Try, ast.If, ast.With)) or any(isinstance(parent, t) for t in (ast.ExceptHandler,)):
+            kept.append(f"{path}:{node.lineno}: inside {type(parent).__name__.lower()}")
+            continue
+        statements = [_statement(node, alias) for alias in node.names]
+        names = [(alias.asname or alias.name).split(".")[0] for alias in node.names]
+        clash = [n for n, s in zip(names, statements)
+                 if (n in bound and top.get(n) != s) or hasattr(builtins, n) or planned.get(n, s) != s]
+        if clash:
+            kept.append(f"{path}:{node.lineno}: would rebind {', '.join(clash)} at module level")
+            continue
+        planned.update(zip(names, statements))
+        remove.append(node)
+        add += [s for n, s in zip(names, statements) if top.get(n) != s]
+    return remove, list(dict.fromkeys(add)), kept
+
+
+def _insert_at(tree: ast.Module) -> int:
+    """The line after the module's first block of imports (after the docstring when none)."""
+    last = 0
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            last = node.end_lineno
+        elif last == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            last = node.end_lineno
+        elif last:
+            break
+    return last
+
+
+def hoist(path: Path) -> list[str]:
+    """Move the needless local imports of ``path`` to its top; the reasons some stay."""
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text)
+    remove, add, kept = _movable(path, tree)
+    if not remove:
+        return kept
+    lines = text.splitlines(keepends=True)
+    parents = _parents(tree)
+    removed = set(remove)
+    drop: set[int] = set()
+    for node in remove:
+        drop |= set(range(node.lineno - 1, node.end_lineno))
+        if all(n in removed for n in parents[node].body):  # type: ignore[attr-defined]
+            lines[node.lineno - 1] = " " * node.col_offset + "pass\n"  # the body was only imports
+            drop.discard(node.lineno - 1)
+    for node in sorted(remove, key=lambda n: n.lineno):  # the blank line that set the imports apart goes too
+        after, before = node.end_lineno, node.lineno - 2
+        while before in drop:
+            before -= 1
+        previous = lines[before].rstrip() if before >= 0 else ""
+        if after < len(lines) and after not in drop and not lines[after].strip() and (not previous or previous.endswith((":", '"""', "\'\'\'"))):
+            drop.add(after)
+    kept_lines = [line for i, line in enumerate(lines) if i not in drop]
+    at = _insert_at(tree)
+    at -= sum(1 for i in drop if i < at)
+    kept_lines[at:at] = [s + "\n" for s in add]
+    path.write_text("".join(kept_lines), encoding="utf-8")
+    return kept
+
+
+def main(argv: list[str]) -> int:
+    paths = [Path(a).resolve() for a in argv] or list(_imports.sources())
+    kept = []
+    changed = []
+    for path in paths:
+        before = path.read_text(encoding="utf-8")
+        kept += hoist(path)
+        if path.read_text(encoding="utf-8") != before:
+            changed.append(str(path))
+    if changed:
+        subprocess.run(["ruff", "check", "--fix", "--select", "I", "--quiet", *changed], check=False)
+    print(f"{len(changed)} files changed")
+    print("\n".join(kept))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
