@@ -64,9 +64,9 @@ def _movable(path: Path, tree: ast.Module) -> tuple[list[ast.AST], list[str], li
         if not all((node.lineno, t) in needless for t in _imports._targets(node, package)):
             kept.append(f"{path}:{node.lineno}: imports something costly too")
             continue
-        parent = parents[node]
-        if isinstance(parent, (ast.Try, ast.If, ast.With)) or any(isinstance(parent, t) for t in (ast.ExceptHandler,)):
-            kept.append(f"{path}:{node.lineno}: inside {type(parent).__name__.lower()}")
+        guard = _import_guard(node, parents)
+        if guard is not None:
+            kept.append(f"{path}:{node.lineno}: guarded by a try that catches {guard}")
             continue
         statements = [_statement(node, alias) for alias in node.names]
         names = [(alias.asname or alias.name).split(".")[0] for alias in node.names]
@@ -79,6 +79,28 @@ def _movable(path: Path, tree: ast.Module) -> tuple[list[ast.AST], list[str], li
         remove.append(node)
         add += [s for n, s in zip(names, statements) if top.get(n) != s]
     return remove, list(dict.fromkeys(add)), kept
+
+
+def _import_guard(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str | None:
+    """The ImportError a ``try`` around ``node`` (in the same function) catches, if any: an
+    import that may fail on purpose stays where it is."""
+    child, parent = node, parents.get(node)
+    while parent is not None and not isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.Module)):
+        if isinstance(parent, ast.Try) and child in parent.body:
+            caught = " ".join(ast.unparse(h.type) for h in parent.handlers if h.type is not None)
+            if "ImportError" in caught or "ModuleNotFoundError" in caught or any(h.type is None for h in parent.handlers):
+                return caught or "everything"
+        child, parent = parent, parents.get(parent)
+    return None
+
+
+def _block_of(node: ast.AST, parent: ast.AST) -> list[ast.AST]:
+    """The list of statements ``node`` is in (a body, an else, a finally, a handler's body)."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and node in block:
+            return block
+    raise AssertionError(f"line {getattr(node, 'lineno', '?')}: not in a block of its parent")
 
 
 def _insert_at(tree: ast.Module) -> int:
@@ -107,7 +129,7 @@ def hoist(path: Path) -> list[str]:
     drop: set[int] = set()
     for node in remove:
         drop |= set(range(node.lineno - 1, node.end_lineno))
-        if all(n in removed for n in parents[node].body):  # type: ignore[attr-defined]
+        if all(n in removed for n in _block_of(node, parents[node])):
             lines[node.lineno - 1] = " " * node.col_offset + "pass\n"  # the body was only imports
             drop.discard(node.lineno - 1)
     for node in sorted(remove, key=lambda n: n.lineno):  # the blank line that set the imports apart goes too

@@ -148,11 +148,15 @@ def test_function_local_imports_are_only_of_costly_modules():
 
 
 def test_import_vitbench_and_the_help_import_no_third_party_package():
+    """``vitbench --help`` builds the parser of every command: no third-party package, and few of
+    vitbench's modules (the choices the parsers offer are in settings; with every command's work
+    imported at the top of its cli/ module, 211 modules loaded, 2.7 times as long as 65)."""
     code = ("import sys; before = set(sys.modules); import vitbench; from vitbench.cli import build_parser; "
-            "build_parser().format_help(); "
-            "print(sorted({m.split('.')[0] for m in set(sys.modules) - before} - set(sys.stdlib_module_names) - {'vitbench'}))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["[]"]
+            "build_parser().format_help(); new = set(sys.modules) - before; "
+            "print(sorted({m.split('.')[0] for m in new} - set(sys.stdlib_module_names) - {'vitbench'}), "
+            "len([m for m in new if m.startswith('vitbench')]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "[]" and int(out[1]) < 80, out
 
 
 RECORDS = ("vitbench.results", "vitbench.reading", "vitbench.store")

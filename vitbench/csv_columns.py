@@ -21,6 +21,8 @@ other file, which then takes the record reader (and gets its exact errors):
 
 from __future__ import annotations
 
+import codecs
+import csv
 import os
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -28,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from vitbench import csv_records
+from vitbench import csv_records, input_files, record_schema
 from vitbench.errors import InputFileError, VitbenchError
 
 #: a column with at most this many distinct cells is typed per distinct cell by the record reader
@@ -153,8 +155,6 @@ def read_csv_columns(path: str | os.PathLike, where: str, wanted: Any, *, min_by
         import pyarrow.csv  # noqa: F401 (Arrow's CSV parser: the columnar path's one need)
     except ImportError:
         return None
-
-    from vitbench import input_files
 
     with input_files.open_input(path, where) as handle:
         size = os.fstat(handle.fileno()).st_size
@@ -387,10 +387,6 @@ def _trim() -> None:
 def _plain_bytes(handle: Any, where: str) -> bool:
     """Whether the file holds none of the bytes left to the record reader (``\\r``, NUL, ``'``, a
     byte-order mark) and is UTF-8 text: one pass in 16 MB blocks."""
-    import codecs
-
-    from vitbench import input_files
-
     decoder = codecs.getincrementaldecoder("utf-8")()
     first = True
     while True:
@@ -417,8 +413,6 @@ def _plain_bytes(handle: Any, where: str) -> bool:
 def _header(handle: Any) -> list[str] | None:
     """The header's names (Python's ``csv`` reads them), or None when the record reader would
     refuse it (no names, a name twice) or it spans lines."""
-    import csv
-
     line = handle.readline(1 << 20).decode("utf-8")
     if not line.endswith("\n") or line.count('"') % 2:
         return None
@@ -479,8 +473,6 @@ def _meets_schema(table: ColumnTable) -> bool:
     """Whether every record meets :mod:`vitbench.record_schema` (else the record reader names the
     first fault): checked on the distinct values of ``values`` columns and on the kinds of the
     others, for the rows that ran."""
-    from vitbench import record_schema
-
     status = table.columns.get("status")
     ran = np.ones(table.n, bool)
     if status is not None:

@@ -18,6 +18,8 @@ from vitbench.claims.quantities import QUANTITIES
 from vitbench.claims.recompute import Cache, NotRecomputed, value_of
 from vitbench.claims.stated import format_like
 from vitbench.errors import model_code
+from vitbench.measure.profile import profile
+from vitbench.settings import RunSettings
 
 #: (spec, batch_size, mode) -> a :func:`vitbench.profile` record (``status``, ``device``, the
 #: measured field, ``env_device_name``), or None where no CUDA device is available.
@@ -29,9 +31,6 @@ def measure_on(spec: Any, batch_size: int, mode: str, device: str = "cuda", **se
     """One fp32 measurement with :func:`vitbench.profile` (AdamW when training): a record with
     ``status``, ``device``, ``throughput_img_s``, ``peak_memory_bytes`` and ``env_device_name``.
     ``settings``: other :class:`vitbench.RunSettings` fields (e.g. ``min_run_time_s``)."""
-    from vitbench.measure.profile import profile
-    from vitbench.settings import RunSettings
-
     settings = RunSettings(device=device, mode=mode, batch_size=batch_size, precision="fp32",
                            optimizer="adamw", memory=True, **settings)
     return profile(spec, settings)[0]

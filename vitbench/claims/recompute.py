@@ -15,7 +15,9 @@ from vitbench.analytic.conventions import Reading
 from vitbench.claims.claim import Claim, Config
 from vitbench.claims.quantities import QUANTITIES
 from vitbench.claims.stated import BYTE_UNITS, OTHER_BASE, evaluate_formula
+from vitbench.counters import count_detailed
 from vitbench.errors import VitbenchError
+from vitbench.models import build_meta
 
 
 class NotRecomputed(VitbenchError):
@@ -70,8 +72,6 @@ def counted_value(claim: Claim, cache: Cache) -> tuple[float | None, str | None,
 
 
 def _numel(model: Any) -> int:
-    from vitbench.models import build_meta
-
     return sum(p.numel() for p in build_meta(model).parameters())
 
 
@@ -79,8 +79,6 @@ def _traced(model: Any, batch_size: int, counter: str, cache: Cache) -> Any:
     """:func:`vitbench.counters.count_detailed` of a spec or a reference, once per audit."""
 
     def count():
-        from vitbench.counters import count_detailed
-
         return count_detailed(model, batch_size=batch_size, counters=(counter,))
 
     return cache.get(("count", counter, model, batch_size), count)

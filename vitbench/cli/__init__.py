@@ -13,9 +13,15 @@ import argparse
 import errno
 import importlib
 import os
+import re
 import sys
+import traceback
 
-from vitbench.cli.common import UsageError
+from vitbench.cli.common import UsageError, resolve_format
+from vitbench.errors import OutputFileError, VitbenchError
+from vitbench.escape import terminal_text
+from vitbench.results import check_output_path
+from vitbench.version import __version__
 
 COMMANDS = (
     "analyze",
@@ -47,8 +53,6 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> Parser:
-    from vitbench.version import __version__
-
     parser = Parser(
         prog="vitbench",
         description="What a vision model costs: parameters, MACs, memory, throughput, latency.",
@@ -70,8 +74,6 @@ def glue_negative_values(argv: list[str]) -> list[str]:
     """``--memory -1GiB`` -> ``--memory=-1GiB``: argparse takes a value that starts with '-'
     and is not a plain number for an option, and answers "expected one argument" instead of
     saying what is wrong with the value."""
-    import re
-
     out: list[str] = []
     for token in argv:
         if out and out[-1].startswith("--") and "=" not in out[-1] and re.match(r"-\.?\d", token) and not re.fullmatch(r"-\d+(\.\d*)?", token):
@@ -82,8 +84,6 @@ def glue_negative_values(argv: list[str]) -> list[str]:
 
 
 def error(message: str) -> None:
-    from vitbench.escape import terminal_text
-
     # one line whatever the message quotes (a JSON key or a file's text holding a line break)
     one_line = message.strip().replace("\r\n", "\n").replace("\n", "\\n")
     print(f"vitbench: error: {terminal_text(one_line)}", file=sys.stderr)
@@ -113,8 +113,6 @@ class TerminalStream:
         self._name = name
 
     def write(self, text: str) -> int:
-        from vitbench.escape import terminal_text
-
         lead = "\r" if text.startswith("\r") else ""
         self._guarded(self._stream.write, lead + terminal_text(text[len(lead):]))
         return len(text)
@@ -126,8 +124,6 @@ class TerminalStream:
         """A write that fails (a full disk, a closed stream) is one line and exit 2, not an
         internal error; a closed pipe (``| head``) stays BrokenPipeError, a quiet exit 0; standard
         error, with nowhere to say so, loses the text."""
-        from vitbench.errors import OutputFileError
-
         try:
             call(*args)
         except BrokenPipeError:
@@ -157,8 +153,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main_flush(code: int) -> int:
-    from vitbench.errors import OutputFileError
-
     try:
         sys.stdout.flush()
     except OutputFileError as exc:
@@ -170,8 +164,6 @@ def _main_flush(code: int) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from vitbench.errors import VitbenchError
-
     try:
         parser = build_parser()
         args = parser.parse_args(glue_negative_values(sys.argv[1:] if argv is None else list(argv)))
@@ -179,10 +171,8 @@ def _main(argv: list[str] | None) -> int:
             parser.print_help()
             return 2
         if getattr(args, "output", None):  # before any work: profile must not measure, then fail
-            from vitbench.results import check_output_path
 
             check_output_path(args.output, "--output")
-        from vitbench.cli.common import resolve_format
 
         resolve_format(args)
         return int(args.handler(args) or 0)
@@ -206,8 +196,6 @@ def _main(argv: list[str] | None) -> int:
 def internal_error(exc: BaseException) -> int:
     """Exit code 3 for vitbench's own exception: one line naming it, and under
     ``VITBENCH_DEBUG=1`` its whole traceback first, on standard error."""
-    import traceback
-
     if os.environ.get("VITBENCH_DEBUG"):
         sys.stderr.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
         error(f"internal error: {exc.__class__.__name__}: {exc}")

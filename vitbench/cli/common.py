@@ -6,9 +6,11 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import shutil
 import sys
 from collections.abc import Iterable
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 from vitbench.errors import SpecError
@@ -138,7 +140,6 @@ def resolve_format(args: argparse.Namespace) -> None:
     CSV, not a table); else the command's default."""
     if "format" not in args or args.format is not None:
         return
-    from pathlib import Path
 
     suffix = Path(args.output).suffix.lower() if getattr(args, "output", None) else ""
     formats = getattr(args, "suffix_formats", None) or FORMAT_OF_SUFFIX
@@ -147,8 +148,6 @@ def resolve_format(args: argparse.Namespace) -> None:
 
 def terminal_width() -> int:
     """The terminal's columns (``COLUMNS`` when set); 100 when the output is not a terminal."""
-    import shutil
-
     return shutil.get_terminal_size((100, 24)).columns
 
 

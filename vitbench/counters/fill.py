@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vitbench.counters import count
 from vitbench.errors import VitbenchError
 
 
@@ -42,7 +43,6 @@ def counted_identity(target: Any, batch_size: int | str | None, cache: dict | No
     key = (id(target), batch_size if whole else 1)  # the targets live as long as the command
     if cache is not None and key in cache:
         return cache[key]
-    from vitbench.counters import count
 
     try:
         counted = count(target, key[1], ["dispatch"])

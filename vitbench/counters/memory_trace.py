@@ -21,11 +21,16 @@ inference misses the oneDNN patch-embedding copy (vit-ti/16 B=212: -6%).
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import weakref
 from typing import Any
 
 from vitbench.analytic.memory.replay import Profile, pareto
 from vitbench.errors import ModelError, foreign_call, model_code
+from vitbench.models import materialize
+from vitbench.models.inputs import main_output
+from vitbench.models.step import autocast_dtype, make_optimizer, step_loss
 
 
 class NotAffine(ModelError, ValueError):
@@ -101,13 +106,8 @@ def fake_module(module: Any, fake_mode: Any, device: str = "cpu") -> Any:
 def _trace(module: Any, input_size: tuple[int, int, int], classes: int | None, batch: int,
            mode: str, precision: str, optimizer: str) -> tuple[list[int], int]:
     """Live bytes at each allocation of the second (steady-state) step, and at forward's end."""
-    import contextlib
-
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
-
-    from vitbench.models.inputs import main_output
-    from vitbench.models.step import autocast_dtype, make_optimizer, step_loss
 
     fake_mode = FakeTensorMode()
     fake_module(module, fake_mode)
@@ -151,9 +151,7 @@ def trace_profile(build: Any, input_size: tuple[int, int, int], classes: int | N
     parameters on the meta device, then made fake): traces at ``BATCHES`` combined. Raises
     :class:`NotAffine` (a ValueError) when the two traces do not line up (the model allocates
     differently per batch), a :class:`~vitbench.errors.ModelError` when the model's step fails."""
-    from vitbench.models.materialize import light_build
-
-    traces = [_trace(light_build(build), input_size, classes, b, mode, precision, optimizer) for b in BATCHES]
+    traces = [_trace(materialize.light_build(build), input_size, classes, b, mode, precision, optimizer) for b in BATCHES]
     return combine(traces)
 
 
@@ -183,7 +181,6 @@ def trace_target(target: Any, mode: str, precision: str, optimizer: str) -> Prof
     when it cannot be traced."""
     classes = target.spec.num_classes if target.spec is not None else None
     if target.module is not None:  # a live module: trace copies of it (their weights made fake)
-        import copy
 
         return trace_profile(lambda: copy.deepcopy(target.module), target.input_size, classes,
                              mode, precision, optimizer)

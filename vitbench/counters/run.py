@@ -14,9 +14,14 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from vitbench.counters import limits
+from vitbench.counters.dispatch import dispatch_count
+from vitbench.counters.fvcore_counter import fvcore_count
 from vitbench.counters.limits import CountingRefused
 from vitbench.errors import ModelError, model_code, model_forward
-from vitbench.models.target import Target
+from vitbench.models import build_spec, build_uninitialized
+from vitbench.models.materialize import meta_state, parameter_count
+from vitbench.models.target import Target, light_module
 
 
 @contextlib.contextmanager
@@ -33,17 +38,12 @@ def _eval_mode(module) -> Iterator[None]:
 
 
 def _light(target: Target):
-    from vitbench.models import build_spec
-    from vitbench.models.target import light_module
-
     if target.source in ("preset", "spec"):
         return light_module(("spec", target.spec), lambda: build_spec(target.spec))
     return light_module(("target", target), target.build)
 
 
 def _fresh_for_fvcore(target: Target):
-    from vitbench.models import build_uninitialized
-
     return build_uninitialized(target.spec if target.source in ("preset", "spec") else target)
 
 
@@ -65,17 +65,12 @@ def _too_big_to_execute(target: Target) -> str | None:
 
 
 def _available_memory() -> int | None:
-    from vitbench.counters.limits import available_memory
-
-    return available_memory()
+    return limits.available_memory()
 
 
 def run_dispatch(target: Target, batch_size: int) -> tuple[Any, int, str | None]:
     """(DispatchCount, parameters of the module, note or None)."""
     import torch
-
-    from vitbench.counters.dispatch import dispatch_count
-    from vitbench.models.materialize import meta_state, parameter_count
 
     module = target.module if target.module is not None else _light(target)
     params = parameter_count(module)
@@ -102,9 +97,6 @@ def run_fvcore(
 ) -> tuple[Any, int | None, str | None]:
     """(FvcoreCount or None, parameters of the traced module, note or None)."""
     import torch
-
-    from vitbench.counters.fvcore_counter import fvcore_count
-    from vitbench.models.materialize import parameter_count
 
     if target.module is not None and _on_meta(target.module):
         return None, None, "fvcore skipped: the module's parameters are on the meta device (fvcore executes the model)"

@@ -18,6 +18,7 @@ import subprocess
 import time
 from typing import Any
 
+from vitbench.procfs import proc_fields
 from vitbench.row_warnings import warning
 
 #: seconds over which the CPU time of other processes is sampled
@@ -65,8 +66,6 @@ def governors() -> str | None:
 
 def meminfo() -> dict[str, int]:
     """/proc/meminfo in bytes: {'MemTotal': ..., 'MemAvailable': ...}; empty where unreadable."""
-    from vitbench.procfs import proc_fields
-
     return proc_fields("/proc/meminfo")
 
 

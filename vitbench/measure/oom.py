@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
 from vitbench.errors import ModelError
+from vitbench.measure.allocator import glibc
+from vitbench.procfs import proc_bytes
 
 if TYPE_CHECKING:
     from vitbench.measure.step_thread import InlineSteps, StepThread
@@ -66,15 +68,11 @@ def release_memory(device: str) -> None:
 
 def _vm_data_bytes() -> int | None:
     """This process's private writable memory (VmData, Linux), which RLIMIT_DATA limits."""
-    from vitbench.procfs import proc_bytes
-
     return proc_bytes("/proc/self/status", "VmData")
 
 
 def _malloc_trim() -> None:
     """Return free heap memory to the OS (glibc), so that it is not silently reused under a cap."""
-    from vitbench.measure.allocator import glibc
-
     found = glibc()
     if found is not None:
         found[0].malloc_trim(0)

@@ -22,6 +22,20 @@ from __future__ import annotations
 from typing import Any
 
 from vitbench.errors import ModelError, VitbenchError, model_code
+from vitbench.measure import attention_kernel, memory, timer, trace
+from vitbench.measure import workload as workloads
+from vitbench.measure.allocator import apply_allocator
+from vitbench.measure.autobatch import find_max_batch
+from vitbench.measure.budget import auto_budget, planned_batch
+from vitbench.measure.env import environment, thread_count
+from vitbench.measure.oom import MemoryCap, error_text, is_oom, release_memory
+from vitbench.measure.record import base_record, timing_columns
+from vitbench.measure.step_thread import step_runner
+from vitbench.measure.target import Measured
+from vitbench.measure.timer import synchronize
+from vitbench.measure.workload import effective_target
+from vitbench.models.target import Target
+from vitbench.procfs import proc_bytes
 from vitbench.row_warnings import warning
 from vitbench.settings import RunSettings
 
@@ -82,16 +96,11 @@ def start_runtime(device: str, settings: RunSettings) -> None:
     import torch
     import torch.profiler  # noqa: F401
 
-    from vitbench.measure import attention_kernel, memory, trace  # noqa: F401
-    from vitbench.measure.target import Measured
-    from vitbench.measure.workload import build_workload
-    from vitbench.models.target import Target
-
     torch.randn(1 << 16).exp_().sum()  # large enough to run on the intra-op pool
     module = _warm_up_module()
     warm = Target("warm-up", "module", (3, 8, 8), build=lambda: module, module=module)
     target = Measured(warm, None, None, None, 10)
-    workload = build_workload(target, settings.replace(compile=False, attention=None), 2, device)
+    workload = workloads.build_workload(target, settings.replace(compile=False, attention=None), 2, device)
     try:
         workload.run(3)
     finally:
@@ -112,12 +121,6 @@ def measure_batch(target, settings: RunSettings, device: str, batch: int, cap) -
     kernel, measure peak memory (always, when capped) and trace: a failure in one of those
     passes is a warning, not a lost row. Raises :class:`PeakOverLimit` when the measured peak
     exceeds the cap. Returns (columns, warnings)."""
-    from vitbench.measure import attention_kernel, memory, trace
-    from vitbench.measure.oom import error_text, release_memory
-    from vitbench.measure.record import timing_columns
-    from vitbench.measure.timer import time_steps
-    from vitbench.measure.workload import build_workload
-
     out: dict[str, Any] = {}
     warnings: list[dict[str, str]] = []
     workload = None
@@ -134,9 +137,9 @@ def measure_batch(target, settings: RunSettings, device: str, batch: int, cap) -
         return None
 
     def build_and_time():
-        built = build_workload(target, settings, batch, device)
+        built = workloads.build_workload(target, settings, batch, device)
         try:
-            return built, time_steps(
+            return built, timer.time_steps(
                 built.run, device, min_run_time_s=settings.min_run_time_s,
                 warmup=settings.warmup, min_samples=settings.min_samples,
             )
@@ -189,12 +192,8 @@ def clock_samples(timing, clock: str) -> list[float]:
 def _fits(target, settings: RunSettings, device: str, cap):
     """``fits(batch)``: two training steps (the second with the optimizer state the first
     created), or one forward pass, run under ``cap`` without running out of memory."""
-    from vitbench.measure.oom import is_oom
-    from vitbench.measure.timer import synchronize
-    from vitbench.measure.workload import build_workload
-
     def probe(batch: int) -> None:
-        workload = build_workload(target, settings, batch, device)
+        workload = workloads.build_workload(target, settings, batch, device)
         try:
             workload.run(2 if settings.mode == "train" else 1)
             synchronize(device)
@@ -219,8 +218,6 @@ def _fits(target, settings: RunSettings, device: str, cap):
 def _measure_or_none(target, settings, device, batch, cap):
     """(measure_batch's result, None, None) or, when it ran out of memory (under the cap) or
     its measured peak exceeded the limit, (None, the peak or None, the error's text)."""
-    from vitbench.measure.oom import error_text, is_oom
-
     result, peak, reason = None, None, None
     try:
         result = measure_batch(target, settings, device, batch, cap)
@@ -239,9 +236,6 @@ def measure_auto(target, settings: RunSettings, device: str, cap, budget: int | 
     ``auto_probes`` (the search's [batch, fits] under the cap, in order; empty after a plan) and
     ``auto_attempts`` (the [batch, fits] measured, in order) of ``record``. Raises MemoryError
     when not even one image fits."""
-    from vitbench.measure.autobatch import find_max_batch
-    from vitbench.measure.budget import planned_batch
-
     warnings: list[dict[str, str]] = []
     planned = planned_batch(target, settings, budget, device) if budget is not None else None
     record["batch_size_plan"] = planned
@@ -292,14 +286,6 @@ def measure_run(target, settings: RunSettings, device: str) -> dict[str, Any]:
     """One run of one configuration in this process: one flat record with the raw samples
     (``samples_s``) and the memory columns; summaries across runs are added by
     :mod:`vitbench.measure.runs`. Never raises for an OOM or a run-time failure."""
-    from vitbench.measure.allocator import apply_allocator
-    from vitbench.measure.budget import auto_budget
-    from vitbench.measure.env import environment, thread_count
-    from vitbench.measure.oom import MemoryCap, error_text, is_oom, release_memory
-    from vitbench.measure.record import base_record
-    from vitbench.measure.step_thread import step_runner
-    from vitbench.measure.workload import effective_target
-
     target = effective_target(target, settings)
     record = base_record(target, settings, device)
     warnings: list[dict[str, str]] = []
@@ -350,6 +336,4 @@ def peak_rss() -> int | None:
     """The process's peak resident memory (VmHWM, Linux), beside ``peak_memory_bytes`` (the
     tensors' peak, what --memory-limit is checked against): the interpreter, torch's libraries,
     oneDNN's primitives and the allocator's cache on top. None where /proc has no such line."""
-    from vitbench.procfs import proc_bytes
-
     return proc_bytes("/proc/self/status", "VmHWM")

@@ -7,15 +7,15 @@ from __future__ import annotations
 import json
 import sys
 
+from vitbench.errors import VitbenchError, error_detail
+from vitbench.measure.isolate import MARKER
+from vitbench.measure.record import failed_row
+from vitbench.measure.single import measure_run
+from vitbench.measure.target import from_request
+from vitbench.settings import RunSettings
+
 
 def main() -> int:
-    from vitbench.errors import VitbenchError, error_detail
-    from vitbench.measure.isolate import MARKER
-    from vitbench.measure.record import failed_row
-    from vitbench.measure.single import measure_run
-    from vitbench.measure.target import from_request
-    from vitbench.settings import RunSettings
-
     request = json.loads(sys.stdin.read())
     target = from_request(request["model"])
     settings = RunSettings.from_dict(request["settings"])

@@ -8,16 +8,15 @@ from typing import Any
 
 from vitbench.errors import SpecError
 from vitbench.row_warnings import warning
+from vitbench.timemodel import gpu_calibration
 from vitbench.timemodel.calibration.schema import CalibrationError
-from vitbench.timemodel.gpus import GPU_DEVICES, gpu
+from vitbench.timemodel.gpu_model import profile_for
+from vitbench.timemodel.gpus import GPU_DEVICES, gpu, match_device_name
 
 
 def gpu_profile(device: str) -> Any:
     """The GPU cost model's profile for a catalogue device, or for ``cuda`` (this machine's GPU,
     by its name)."""
-    from vitbench.timemodel.gpu_model import profile_for
-    from vitbench.timemodel.gpus import match_device_name
-
     if device == "cuda":
         import torch
 
@@ -33,8 +32,6 @@ def gpu_profile(device: str) -> Any:
 
 def refuse_a_gpu_calibration(path: Any) -> None:
     """After a CPU calibration file was refused: say so in one line when it is a GPU one."""
-    from vitbench.timemodel import gpu_calibration
-
     try:
         gpu_calibration.load(path)
     except CalibrationError:
@@ -46,8 +43,6 @@ def gpu_pricing(device: str, calibration: Any) -> tuple[Any, list[dict[str, str]
     """The GPU profile for ``device`` and its warnings: from a GPU calibration given (a
     :class:`~vitbench.timemodel.gpu_calibration.GpuCalibration` or its file), else for ``cuda``
     this card's calibration in the cache when there is one, else the published fit."""
-    from vitbench.timemodel import gpu_calibration
-
     if calibration is not None:
         if isinstance(calibration, gpu_calibration.GpuCalibration):
             found = calibration

@@ -18,16 +18,24 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from vitbench.errors import ModelError, ModelForwardError, SpecError, error_detail
+from vitbench.counters.limits import trace_refusal
+from vitbench.errors import ModelError, ModelForwardError, OutputFileError, SpecError, error_detail
+from vitbench.measure.env import cpu_model
+from vitbench.models.references import resolve_all as resolve_models
+from vitbench.models.target import is_module
 from vitbench.results import Records
 from vitbench.row_warnings import warning
-from vitbench.settings import MAX_THREADS, MODES, OPTIMIZERS, check_batch_size
+from vitbench.settings import MAX_THREADS, MODES, OPTIMIZERS, PREDICT_PRECISIONS, check_batch_size
 from vitbench.specs.limits import MAX_TRACED_BLOCKS, too_many_blocks
 from vitbench.timemodel.calibration.cache import cache_path, load, save
-from vitbench.timemodel.calibration.schema import PRECISION_DTYPES, Calibration, CalibrationError
+from vitbench.timemodel.calibration.schema import PRECISION_DTYPES, Calibration, CalibrationError, busy_warnings
 from vitbench.timemodel.calibration.worker import calibrate, default_threads
+from vitbench.timemodel.gpu_calibration import GpuCalibration
+from vitbench.timemodel.gpu_model import predict_gpu
 from vitbench.timemodel.gpu_pricing import gpu_pricing, gpu_profile, refuse_a_gpu_calibration  # noqa: F401 - gpu_profile: run.gpu_profile, as before
 from vitbench.timemodel.gpus import GPU_DEVICES, gpu
+from vitbench.timemodel.host import parse_host_dispatch, resolve_host, with_host
+from vitbench.timemodel.model import predict_ops
 from vitbench.timemodel.prediction_rows import (
     error_band,
     gpu_kernel_warnings,
@@ -36,12 +44,14 @@ from vitbench.timemodel.prediction_rows import (
     row_head,
     trace_warnings,
 )
+from vitbench.timemodel.prices import device_prices
+from vitbench.timemodel.trace_cache import cached_trace, take_refused
+from vitbench.version import __version__
 
 PREDICT_DEVICES = ("cpu", "cuda", *GPU_DEVICES)
 #: what a prediction's step may run in: fp32 (on a GPU, CUDA cores), tf32 (fp32 with TF32 tensor
 #: cores for matrix products and convolutions: ``torch.backends.cuda.matmul.allow_tf32``; GPUs
 #: only), bf16 / fp16 autocast (fp16: GPUs only)
-PREDICT_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 
 TABLE_COLUMNS = ("model", "img_size", "batch_size", "mode", "precision", "device", "threads", "pred_latency_s",
                  "pred_throughput_img_s", "pred_bound", "pred_linear_s", "pred_attention_s", "pred_conv_s",
@@ -91,8 +101,6 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
     (:func:`~vitbench.timemodel.calibration.cache.cache_dir`) is read, or the device calibrated on
     first use and the result saved there. ``on_calibrate(message)`` hears when a calibration
     starts (it takes about half a minute)."""
-    from vitbench.timemodel.calibration.schema import busy_warnings
-
     found, warnings = _resolve_calibration(device, threads, precisions, calibration, recalibrate, on_calibrate)
     if isinstance(found, Calibration):  # one measured while other processes held the cores says so
         warnings = [*warnings, *busy_warnings(found)]
@@ -112,7 +120,6 @@ def _resolve_calibration(device: str, threads: int | None, precisions: Iterable[
         return calibration, warnings
     if device != "cpu":
         return gpu_pricing(device, calibration)
-    from vitbench.timemodel.gpu_calibration import GpuCalibration
 
     if isinstance(calibration, GpuCalibration):
         raise SpecError("calibration", "a GPU calibration", "--device cpu needs a CPU one (`vitbench calibrate`)")
@@ -128,7 +135,6 @@ def _resolve_calibration(device: str, threads: int | None, precisions: Iterable[
         _check_given(found, device, threads, str(calibration))
         return found, warnings
     threads = threads or default_threads()
-    from vitbench.measure.env import cpu_model
 
     path = cache_path("cpu", cpu_model() or "", threads, torch.__version__)
     if not recalibrate and path.exists():
@@ -143,7 +149,6 @@ def _resolve_calibration(device: str, threads: int | None, precisions: Iterable[
         on_calibrate(f"calibrating the CPU at {threads} thread{'s' if threads > 1 else ''} "
                      f"(once per machine, thread count and torch version; about 30 s); it will be saved to {path}")
     made = calibrate("cpu", threads, tuple(sorted(precisions)))
-    from vitbench.errors import OutputFileError
 
     try:
         save(made, path)
@@ -183,8 +188,6 @@ def traced_ops(target: Any, batch_size: int, mode: str, precision: str, optimize
     """The operators of one step (:func:`~vitbench.timemodel.ops.trace_target_ops`), remembered
     per configuration in this process and, for models named by a stable reference, on disk
     (:mod:`vitbench.timemodel.trace_cache`)."""
-    from vitbench.timemodel.trace_cache import cached_trace
-
     traced_precision = "fp32" if precision == "tf32" else precision
     key = (target, id(target.module) if target.module is not None else None, batch_size, mode, traced_precision,
            optimizer, device_type, reparam)
@@ -283,20 +286,14 @@ def predict(
     """
     import torch
 
-    from vitbench.models.references import resolve_all as resolve_models
-    from vitbench.models.target import is_module
-    from vitbench.version import __version__
-
     devices = check_devices(device)
     modes = _as_list("mode", mode, MODES)
     batches = _as_list("batch_size", batch_size)
     precisions = _as_list("precision", precision, PREDICT_PRECISIONS)
     _as_list("optimizer", optimizer, OPTIMIZERS)
-    from vitbench.timemodel.prices import device_prices
 
     prices = device_prices(price_per_hour, devices, prices_file)
     _check_arguments(devices, precisions, threads, reparam, epochs, dataset_size, price_per_hour)
-    from vitbench.timemodel.host import parse_host_dispatch, resolve_host, with_host
 
     if parse_host_dispatch(host_dispatch) is not None and devices == ["cpu"]:
         raise SpecError("host_dispatch", host_dispatch, "is for GPU devices (--device h100, ...)")
@@ -363,7 +360,6 @@ def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str |
         except ModelError as exc:
             traces[device_type] = exc
     ops = traces[device_type]
-    from vitbench.timemodel.trace_cache import take_refused
 
     row_warnings.extend(take_refused())
     if isinstance(ops, ModelForwardError):  # the model's own forward failed: the user's to fix (exit 2)
@@ -413,8 +409,6 @@ def _refusal(target: Any, batch: int) -> str | None:
 def _too_large(target: Any, batch: int) -> str | None:
     """Why the step's trace must not build ``target`` (too large to count, or its largest weight
     does not fit in memory)."""
-    from vitbench.counters.limits import trace_refusal
-
     found = trace_refusal(target.spec, "tracing the step", batch)
     return found and (f"{target.overrides_text}: {found}" if target.overrides else found)
 
@@ -441,9 +435,6 @@ def _check_arguments(devices: list[str], precisions: list[str], threads: Any, re
 def _price(ops: list, cal: Any, mode: str, precision: str) -> Any:
     """The step's prediction on the CPU calibration or the GPU profile ``cal``."""
     if isinstance(cal, Calibration):
-        from vitbench.timemodel.model import predict_ops
-
         return predict_ops(ops, cal, mode)
-    from vitbench.timemodel.gpu_model import predict_gpu
 
     return predict_gpu(ops, cal, mode, tf32=precision == "tf32")

@@ -9,7 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from vitbench.errors import ModelBuildError, SpecError, model_code
+from vitbench.models.derive import derive_spec
 from vitbench.models.target import Target, light_module, remember
+from vitbench.specs.model_ref import parse_value
 
 
 def guarded(reference: str, build: Callable[[], Any]) -> Callable[[], Any]:
@@ -54,8 +56,6 @@ def class_parameters(cls: type) -> set[str]:
     """Keyword parameters a class's constructor takes: its ``__init__``'s, and, while an
     ``__init__`` passes ``**kwargs`` on (as timm's ``VisionTransformerDistilled`` does to
     ``VisionTransformer``), those of the classes it inherits from."""
-    import inspect
-
     names: set[str] = set()
     for klass in cls.__mro__:
         init = klass.__dict__.get("__init__")
@@ -73,8 +73,6 @@ def class_parameters(cls: type) -> set[str]:
 
 def typed(value: Any) -> Any:
     """Override values arrive as text from the command line: parse them like reference values."""
-    from vitbench.specs.model_ref import parse_value
-
     return parse_value(value) if isinstance(value, str) else value
 
 
@@ -93,8 +91,6 @@ def finish(
 ) -> Target:
     """The Target, with the analytic spec derived from the built module when complete
     (``library``: which library built it, when that is not the source, e.g. a py factory)."""
-    from vitbench.models.derive import derive_spec
-
     spec, note = derive_spec(module, source=library or source, img_size=input_size[1:])
     if spec is not None:
         spec = dataclasses.replace(spec, name=reference)

@@ -22,9 +22,11 @@ import importlib
 import importlib.util
 import os
 import re
+import sys
 from typing import Any
 
 from vitbench.errors import ModelBuildError, SpecError, foreign_call, model_code
+from vitbench.models.inputs import library_of, module_input_size
 from vitbench.models.sources.common import accepted, finish, key_of, probe, typed
 from vitbench.models.sources.py_contract import (
     check_factory,
@@ -42,8 +44,6 @@ def import_namespace(reference: str, module_path: str) -> Any:
     """The module a ``py:`` reference names: a dotted module importable from ``sys.path`` or,
     failing that, from the current directory (``vitbench`` run as a console script does not
     put it on the path); or a ``.py`` file by its path (relative to the current directory)."""
-    import sys
-
     check_import_allowed(reference)
     if module_path.endswith(".py"):
         path = os.path.abspath(module_path)
@@ -191,8 +191,6 @@ def taken(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str
 
 
 def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]):
-    from vitbench.models.inputs import library_of, module_input_size
-
     factory = _factory(reference, name, kwargs)
     takes = accepted(factory) or set()
     shown = dict(kwargs)
