@@ -2,17 +2,46 @@
 module, the standard library) to the top of its module, then sort the imports with ruff:
 ``python tests/_hoist_imports.py [FILE...]`` (default: every module of vitbench). An import it
 cannot move safely (inside a ``try``, or binding a name the module or the builtins already have)
-is left where it is and listed; ``tests/test_layers.py`` then says which remain."""
+or naming a name a test replaces in its defining module, :func:`patched_names`) is left where it
+is and listed; ``tests/test_layers.py`` then says which remain."""
 
 from __future__ import annotations
 
 import ast
 import builtins
+import re
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import _imports
+
+TESTS = Path(__file__).resolve().parent
+_ALIAS = re.compile(r"^\s*(?:import (vitbench[\w.]*) as (\w+)|from (vitbench[\w.]*) import ([\w, ]+))", re.M)
+_SETATTR = re.compile(r"(?:monkeypatch\.setattr|_capture\(monkeypatch)\(?\s*,?\s*([A-Za-z_][\w.]*)\s*,\s*\"(\w+)\"")
+_DOTTED = re.compile(r"\"(vitbench(?:\.\w+)+)\.(\w+)\"")
+
+
+@cache
+def patched_names() -> frozenset[tuple[str, str]]:
+    """(module, name) a test replaces in its defining module (``monkeypatch.setattr``): a caller
+    that imported the name at its top would not see the replacement, and the test would pass
+    whatever the code does. Such an import is not moved: call the name through its module."""
+    found = set()
+    for test in TESTS.rglob("*.py"):
+        text = test.read_text(encoding="utf-8")
+        aliases = {}
+        for match in _ALIAS.finditer(text):
+            if match.group(1):
+                aliases[match.group(2)] = match.group(1)
+            else:
+                for part in match.group(4).split(","):
+                    name, _, alias = part.strip().partition(" as ")
+                    aliases[alias or name] = f"{match.group(3)}.{name}"
+        found |= {(aliases.get(m.group(1), m.group(1)), m.group(2)) for m in _SETATTR.finditer(text)}
+        found |= {(m.group(1), m.group(2)) for m in _DOTTED.finditer(text)}
+    return frozenset(found)
 
 
 def _bound_at_top(tree: ast.Module) -> set[str]:
@@ -68,6 +97,10 @@ def _movable(path: Path, tree: ast.Module) -> tuple[list[ast.AST], list[str], li
         if guard is not None:
             kept.append(f"{path}:{node.lineno}: guarded by a try that catches {guard}")
             continue
+        replaced = [a.name for a in node.names if isinstance(node, ast.ImportFrom) and (_imports_module(node, package), a.name) in patched_names()]
+        if replaced:
+            kept.append(f"{path}:{node.lineno}: a test replaces {', '.join(replaced)} in its module: call it through the module")
+            continue
         statements = [_statement(node, alias) for alias in node.names]
         names = [(alias.asname or alias.name).split(".")[0] for alias in node.names]
         clash = [n for n, s in zip(names, statements)
@@ -101,6 +134,13 @@ def _block_of(node: ast.AST, parent: ast.AST) -> list[ast.AST]:
         if isinstance(block, list) and node in block:
             return block
     raise AssertionError(f"line {getattr(node, 'lineno', '?')}: not in a block of its parent")
+
+
+def _imports_module(node: ast.ImportFrom, package: str) -> str:
+    if not node.level:
+        return node.module or ""
+    base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+    return f"{base}.{node.module}" if node.module else base
 
 
 def _insert_at(tree: ast.Module) -> int:
