@@ -173,3 +173,37 @@ def test_model_code_converts_only_what_foreign_code_raised():
             from vitbench.errors import shown
 
             shown(None, limit=object())
+
+
+#: the boundaries that catch every exception, each justified where it is: the one around code
+#: vitbench does not own, the command's (exit 3), a sweep's row, a measuring worker's row, and
+#: the step thread, which hands what a step raised to the thread that waits for it
+BOUNDARIES = {("vitbench/errors.py", "model_code"), ("vitbench/cli/__init__.py", "_main"),
+              ("vitbench/sweeps/rows.py", "row"), ("vitbench/measure/worker.py", "main"),
+              ("vitbench/measure/step_thread.py", "_serve")}
+
+
+def test_every_exception_is_caught_only_at_the_boundaries():
+    """No ``except Exception`` (or a bare ``except``, or ``except BaseException``) that does not
+    end by re-raising what it caught, outside :data:`BOUNDARIES`: anywhere else one would turn
+    vitbench's own bug into a row or a fallback."""
+    import ast
+    from pathlib import Path
+
+    import vitbench
+
+    root = Path(vitbench.__file__).parent
+    found = set()
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        for handler in (n for n in ast.walk(tree) if isinstance(n, ast.ExceptHandler)):
+            broad = handler.type is None or (isinstance(handler.type, ast.Name) and handler.type.id in ("Exception", "BaseException"))
+            last = handler.body[-1]
+            if not broad or (isinstance(last, ast.Raise) and last.exc is None):  # cleanup, then re-raised as it is
+                continue
+            function = parents[handler]
+            while not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+                function = parents[function]
+            found.add((str(path.relative_to(root.parent)), getattr(function, "name", "<module>")))
+    assert found == BOUNDARIES
