@@ -306,12 +306,12 @@ def test_a_damaged_memory_profile_is_refused_with_a_warning_and_traced_again(war
 def test_a_tampered_but_valid_spec_never_prices_a_step(warm, cache, library):
     """An entry whose fields are valid but are not what timm builds (another width, checksum
     made again): its trace is not in the cache, so the model is built, the difference seen, the
-    entry removed and the rows fail with the reason; the next question is right again."""
+    entry removed and the rows refused with the reason; the next question is right again."""
     path = _resolution_path(cache, WITH_SPEC)
     _resealed(lambda v: _first(v)["spec"].update(dims=[8, 16, 32, 64]))(path)
     rows = _predict()
     failed = [r for r in rows if r["model"] == WITH_SPEC]
-    assert [r["status"] for r in failed] == ["error", "error"] and "question cache" in failed[0]["error"]
+    assert [r["status"] for r in failed] == ["refused", "refused"] and "question cache" in failed[0]["error"]
     assert all(r.get("pred_latency_s") is None for r in failed)
     assert not path.exists()
     assert _same(_predict()) == _same(warm[1])

@@ -6,9 +6,9 @@ Heavy modules (torch, pandas, fvcore) load lazily, on first use of what needs th
 
 from __future__ import annotations
 
+from vitbench.hooks import DISPLAY
 from vitbench.lazy import lazy_exports
-
-__version__ = "0.1.0"
+from vitbench.version import __version__
 
 #: public name -> module that defines it
 _EXPORTS = {
@@ -58,12 +58,8 @@ def _records_plot(records, **options):
     return plot_records(records, **options)
 
 
-def _register_displays() -> None:
-    """Records display themselves with the reporting layer's table and plot, imported when first
-    used; results.py, below the reporting layer, only looks them up."""
-    from vitbench.results import DISPLAY
-
-    DISPLAY.update(html=_records_html, plot=_records_plot)
-
-
-_register_displays()
+# Records display themselves with the reporting layer's table and plot, imported when first used;
+# results.py, below the reporting layer, only looks them up. The root is the public API's facade
+# (the top layer), but importing any vitbench module runs this file: what it imports here, at
+# module level, is of the bottom layer only (tests/test_layers.py); the rest loads on first use.
+DISPLAY.update(html=_records_html, plot=_records_plot)

@@ -5,9 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from vitbench import counters as counting
 from vitbench.analytic.identity import identity_record
+from vitbench.analytic.memory import plan_records as replayed
+from vitbench.counters import counted_record
 from vitbench.counters.fill import counted_identity, fill_counted
-from vitbench.errors import SpecError
+from vitbench.counters.limits import CountingRefused
+from vitbench.counters.memory_trace import trace_target
+from vitbench.errors import ModelError, SpecError
+from vitbench.models.references import resolve_all
 from vitbench.models.target import Target, is_module
 from vitbench.results import Records
 from vitbench.settings import COUNT_METHODS as COUNTERS
@@ -23,8 +29,6 @@ def resolve_models(
     has the field; a ``list`` holds alternatives (one Target per combination, per model); a field
     that none of the models has is an error. ``target.spec`` is the analytic spec or None
     (``target.analytic_note`` says why); ``vitbench.models.build_model(target)`` builds it."""
-    from vitbench.models.references import resolve_all
-
     return resolve_all(models, overrides, input_size=input_size)
 
 
@@ -81,24 +85,17 @@ def check_counters(counters: Sequence[str] | str) -> list[str]:
 def _analyzed(target: Target, batch_size: int, traced: list[str], table_depth: int | None = None) -> dict[str, Any]:
     """One model's row for :func:`analyze`: identity, analytic figures, the ``traced`` counters
     (and fvcore's module table to ``table_depth``). The batch size is checked once, here."""
-    from vitbench.counters import count_target, counted_record
-    from vitbench.counters.limits import CountingRefused
-    from vitbench.errors import ModelForwardError
-
     record = identity_record(target, batch_size)  # checks batch_size
     try:
         if traced:
             record.update(counted_record(target, batch_size, traced, record, table_depth=table_depth if "fvcore" in traced else None))
         if table_depth is not None and "fvcore" not in traced:
-            record["fvcore_table"] = count_target(target, batch_size, ("fvcore",), table_depth=table_depth).fvcore_table
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except ModelForwardError as exc:  # the model's own forward failed: the user's to fix (exit 2), not a bug
+            record["fvcore_table"] = counting.count_target(target, batch_size, ("fvcore",), table_depth=table_depth).fvcore_table
+    except ModelError as exc:  # the model's own code failed: the user's to fix (exit 2), not a bug
         record.update(status="refused", error=exc.detail)
     except CountingRefused as exc:  # too large to trace: said from the analytic size, nothing built
         record.update(status="refused", error=str(exc).split(": ", 1)[-1])
-    except Exception as exc:  # noqa: BLE001 - one model's failure is its row, not the command's
-        record.update(status="error", error=f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:500])
+    # anything else is vitbench's own bug: it ends the command (exit 3, the traceback kept)
     fill_counted(record)
     if target.analytic_note:
         record["analytic_note"] = target.analytic_note
@@ -113,9 +110,6 @@ def plan_records(models: Iterable[Any], memory_bytes: int | None = None, batch_s
     memory replay does not cover is traced on fake tensors (``trace=False``: its row stays
     empty, with the reason). ``models``: Targets (``resolve_models``), specs, or anything
     ``resolve_models`` takes. ``on_progress(done, total, label)`` is called as each model starts."""
-    from vitbench.analytic.memory import plan_records as replayed
-    from vitbench.counters.memory_trace import trace_target
-
     if isinstance(models, str) or not isinstance(models, Iterable) or is_module(models):
         models = [models]
     targets = [m if isinstance(m, Target) else resolve_models([m])[0] for m in models]

@@ -21,6 +21,8 @@ other file, which then takes the record reader (and gets its exact errors):
 
 from __future__ import annotations
 
+import codecs
+import csv
 import os
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -28,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from vitbench import csv_records
-from vitbench.errors import InputFileError
+from vitbench import csv_records, input_files, record_schema
+from vitbench.errors import InputFileError, VitbenchError
 
 #: a column with at most this many distinct cells is typed per distinct cell by the record reader
 DISTINCT_LIMIT = 65_536
@@ -154,8 +156,6 @@ def read_csv_columns(path: str | os.PathLike, where: str, wanted: Any, *, min_by
     except ImportError:
         return None
 
-    from vitbench import input_files
-
     with input_files.open_input(path, where) as handle:
         size = os.fstat(handle.fileno()).st_size
         if size > input_files.MAX_RESULTS_BYTES:
@@ -176,9 +176,9 @@ def read_csv_columns(path: str | os.PathLike, where: str, wanted: Any, *, min_by
             many = [name for name in keep if few[name].overflowed]
             _trim()
             numeric = _stream(handle, many, _Numbers) if many else {}
-        except InputFileError:
+        except VitbenchError:
             raise
-        except Exception:  # noqa: BLE001 (Arrow refused the file, or a case not foreseen: the record reader reads it)
+        except _not_columnar():  # Arrow refused the file, or numbers it cannot hold: the record reader reads it
             return None
     columns = _columns(keep, few, numeric)
     if columns is None:
@@ -191,6 +191,14 @@ def read_csv_columns(path: str | os.PathLike, where: str, wanted: Any, *, min_by
     return result if _meets_schema(result) else None
 
 
+def _not_columnar() -> tuple[type[BaseException], ...]:
+    """What makes a file not the columnar reader's (the record reader then reads it): Arrow's
+    refusal, a cell no number of numpy's holds. Anything else is a bug, raised."""
+    import pyarrow as pa
+
+    return (pa.ArrowException, ValueError, ArithmeticError)
+
+
 def _columns(keep: list[str], few: dict[str, Any], numeric: dict[str, Any]) -> dict[str, Column] | None:
     """Each kept column typed from what the passes gathered, or None when one is not the
     columnar reader's to type."""
@@ -198,9 +206,9 @@ def _columns(keep: list[str], few: dict[str, Any], numeric: dict[str, Any]) -> d
     for name in keep:
         try:
             column = numeric[name].column() if name in numeric else few[name].column()
-        except InputFileError:
+        except VitbenchError:
             raise
-        except Exception:  # noqa: BLE001 (a case not foreseen: the record reader reads the file)
+        except _not_columnar():  # cells numpy cannot hold: the record reader reads the file
             return None
         if column is None:
             return None
@@ -379,10 +387,6 @@ def _trim() -> None:
 def _plain_bytes(handle: Any, where: str) -> bool:
     """Whether the file holds none of the bytes left to the record reader (``\\r``, NUL, ``'``, a
     byte-order mark) and is UTF-8 text: one pass in 16 MB blocks."""
-    import codecs
-
-    from vitbench import input_files
-
     decoder = codecs.getincrementaldecoder("utf-8")()
     first = True
     while True:
@@ -409,8 +413,6 @@ def _plain_bytes(handle: Any, where: str) -> bool:
 def _header(handle: Any) -> list[str] | None:
     """The header's names (Python's ``csv`` reads them), or None when the record reader would
     refuse it (no names, a name twice) or it spans lines."""
-    import csv
-
     line = handle.readline(1 << 20).decode("utf-8")
     if not line.endswith("\n") or line.count('"') % 2:
         return None
@@ -471,8 +473,6 @@ def _meets_schema(table: ColumnTable) -> bool:
     """Whether every record meets :mod:`vitbench.record_schema` (else the record reader names the
     first fault): checked on the distinct values of ``values`` columns and on the kinds of the
     others, for the rows that ran."""
-    from vitbench import record_schema
-
     status = table.columns.get("status")
     ran = np.ones(table.n, bool)
     if status is not None:

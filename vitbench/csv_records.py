@@ -4,11 +4,14 @@ numbers bounded, parsed as a stream and typed once per distinct cell (:func:`rec
 
 from __future__ import annotations
 
+import bisect
+import csv
 import json
 import re
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
+from vitbench import record_schema
 from vitbench.errors import InputFileError, shown
 from vitbench.escape import csv_unquote
 
@@ -39,8 +42,6 @@ def records_from_csv(text: str, where: str, columns: Collection[str] | None = No
     a row that ran is refused by its data row, its line in the file and its own text; the
     column's other cells stay numbers (a failed row's text never makes them text). Rows are parsed as a stream (blocks of rows transposed into
     columns), each column typed once from its distinct cells."""
-    import csv
-
     quoted = "'" in text  # a cell csv_cell neutralised ('=...) is read as the text it was given
     reader = csv.reader(_lines(text))
     try:
@@ -81,8 +82,6 @@ def _first_fault(name: str, values: list[Any], ran: list[bool] | None,
     every such cell; it is named here, by its data row and its line in the file, while the
     lines are known. Other faults (a batch size of 0, a number beyond a float) are left to
     those checks, which name the data row and the value."""
-    from vitbench import record_schema
-
     kind = record_schema._kind(name)
     if kind not in ("number", "count", "batch"):
         return fault
@@ -182,8 +181,6 @@ def _line_of(index: int, jumps: list[tuple[int, int]]) -> int:
     """The file's line (the header: line 1) on which the ``index``-th row read (data row
     ``index + 1``) starts: ``jumps`` holds (index, line) wherever a blank line or a cell of
     several lines moved the rows off the lines (a few entries, never one per row)."""
-    import bisect
-
     k = bisect.bisect_right(jumps, (index, float("inf"))) - 1
     first, line = jumps[k] if k >= 0 else (0, 2)
     return line + index - first
@@ -215,8 +212,6 @@ def _typed_column(name: str, cells: list[str], where: str = "file", blank: list[
 
 def _counted(name: str) -> bool:
     """A column the record checks require numbers of (``macs``, ``*_s``, ``batch_size``...)."""
-    from vitbench import record_schema
-
     return record_schema._kind(name) in ("number", "count", "batch")
 
 

@@ -6,17 +6,23 @@ them. Units are raw: integer counts, seconds, bytes. Formatting belongs to the r
 
 from __future__ import annotations
 
+import csv
 import functools
+import io
 import json
 import os
+import stat
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vitbench import hooks, input_files
 from vitbench.csv_records import _list_or_text, records_from_csv
-from vitbench.errors import InputFileError
+from vitbench.errors import InputFileError, OutputFileError
 from vitbench.escape import csv_cell
+from vitbench.input_files import load_json
+from vitbench.store import atomic
 
 #: Bumped when a column changes meaning; readers refuse files of a newer schema.
 SCHEMA_VERSION = 1
@@ -52,10 +58,9 @@ def identity_columns(
     }
 
 
-#: how :class:`Records` show themselves (``html``: an HTML table, ``plot``: a matplotlib Axes):
-#: functions of the reporting layer, registered by the package root (``vitbench/__init__.py``),
-#: because this bottom layer imports nothing above it
-DISPLAY: dict[str, Callable[..., Any]] = {}
+#: how :class:`Records` show themselves: :data:`vitbench.hooks.DISPLAY` (the reporting layer's
+#: functions, registered by the package root: this bottom layer imports nothing above it)
+DISPLAY = hooks.DISPLAY
 
 
 class Records(list):
@@ -93,10 +98,6 @@ def check_output_path(path: str | os.PathLike, field: str = "file") -> Path:
     socket, folder or symlink: replacing /dev/null with a file would break the machine), in a
     folder that exists or can be made and is writable. Checked before any work is done;
     raises :class:`OutputFileError` (exit code 2) naming ``field``."""
-    import stat
-
-    from vitbench.errors import OutputFileError
-
     path = Path(path)
     try:
         st = os.lstat(path)
@@ -131,10 +132,6 @@ def check_output_dir(path: str | os.PathLike, field: str = "out") -> Path:
     enter and write, or an absent one whose nearest existing parent it may enter and write.
     Checked before any work; raises :class:`OutputFileError` (exit code 2) naming ``field``
     (a mode-000 parent used to surface as an internal PermissionError from deep inside)."""
-    import stat
-
-    from vitbench.errors import OutputFileError
-
     path = Path(path)
     nearest = path
     while True:
@@ -163,16 +160,13 @@ def atomic_write_text(path: str | os.PathLike, text: str | Iterable[str], field:
     the umask). Only a regular file is ever replaced (:func:`check_output_path`, checked again
     just before the rename); a file-system failure is one :class:`OutputFileError` naming
     ``field``."""
-    from vitbench.errors import OutputFileError
-    from vitbench.store.atomic import write_atomic
-
     path = check_output_path(path, field)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # a lone surrogate (a file name that is not UTF-8, quoted in a report) as its escape, \udcfe
         data = (text.encode("utf-8", "backslashreplace") if isinstance(text, str)
                 else (chunk.encode("utf-8", "backslashreplace") for chunk in text))
-        write_atomic(path, data, before_replace=lambda: check_output_path(path, field))
+        atomic.write_atomic(path, data, before_replace=lambda: check_output_path(path, field))
     except OSError as exc:
         raise OutputFileError(f"{field}={str(path)!r}: cannot be written ({exc.strerror or exc.__class__.__name__})") from None
 
@@ -217,9 +211,6 @@ def csv_text(records: Iterable[Mapping[str, Any]], columns: Sequence[str] | None
     cell and column name passes :func:`vitbench.escape.csv_cell` (a leading ``= + - @``, tab or
     carriage return neutralised with a ``'``, which the reader takes off again). ``header=False``:
     the rows alone (a later chunk of a file written in chunks)."""
-    import csv
-    import io
-
     rows = list(records)
     if columns is None:
         columns = list(dict.fromkeys(key for row in rows for key in row))
@@ -247,8 +238,6 @@ def read_input_text(path: str | os.PathLike, where: str, error: type[Exception] 
     """The text of an input file, or one clear ``error`` naming ``where`` (missing, not a regular
     file, too large, unreadable, a Parquet file, not UTF-8, empty): through the one gate,
     :mod:`vitbench.input_files` (``max_bytes``: a results file's cap unless given)."""
-    from vitbench import input_files
-
     data = input_files.read_input_bytes(path, where, max_bytes=max_bytes or input_files.MAX_RESULTS_BYTES, error=error)
     if data[:4] == b"PAR1":
         raise error(f"{where}: is a Parquet file; give the results CSV (or the store folder) instead")
@@ -284,8 +273,6 @@ def read_csv_records(path: str | os.PathLike) -> Records:
 
 def records_from_json(text: str, where: str) -> tuple[list[Any], dict[str, Any]]:
     """The records of a JSON results document and its other members (schema_version, ...)."""
-    from vitbench.input_files import load_json
-
     # bounded numbers (NaN: a missing cell, as in a CSV); nesting as deep as the parser goes
     data = load_json(text, where, max_depth=None, allow_nan=True)
     if isinstance(data, list):

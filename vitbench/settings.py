@@ -43,6 +43,12 @@ DEFAULT_MAX_THREADS = 4
 STAGES = ("analytic", "counters", "predict", "measured")
 #: how a sweep runs: ``local`` = this process; ``gpus`` = one worker per GPU; ``submitit`` = a Slurm job array
 LAUNCHERS = ("local", "gpus", "submitit")
+#: the precisions ``predict`` prices (tf32: fp32 on a GPU's tensor cores)
+PREDICT_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+#: how ``choose`` orders the cards: the step's time, or the training's cost
+CHOOSE_SORTS = ("time", "cost")
+#: the measuring paths ``vitbench selftest`` checks
+SELFTEST_CHECKS = ("environment", "timing", "attention-kernel", "peak-memory", "oom", "batch-size-auto", "trace", "isolate")
 
 __all__ = [
     "ALLOCATORS",

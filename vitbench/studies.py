@@ -9,13 +9,22 @@ same way; a results store or CSV is rendered as it is. Rendering itself (display
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from vitbench.errors import InputFileError, VitbenchError
+from vitbench.errors import InputFileError, VitbenchError, shown
+from vitbench.reading import read_results
+from vitbench.record_schema import require_columns, require_finite
+from vitbench.reporting.format import render
+from vitbench.reporting.html import write
 from vitbench.reporting.study import ReportResult, render_report
-from vitbench.results import check_output_dir
+from vitbench.results import atomic_write_text, check_output_dir
+from vitbench.store.reader import is_store
+from vitbench.sweeps import apply_overrides, default_study_path, load_sweep_file, merge, sweep
+from vitbench.sweeps.run import SweepInterrupted
 
 DEFAULT_OUT = Path("reports") / "default"
 SWEEP_SUFFIXES = (".yaml", ".yml", ".toml")
@@ -58,9 +67,6 @@ def report(
 
     >>> report("study.yaml", "reports/study", threads=1, runs=3)  # doctest: +SKIP
     """
-    from vitbench.sweeps import apply_overrides, default_study_path, load_sweep_file, sweep
-    from vitbench.sweeps.run import SweepInterrupted
-
     changes = {"threads": threads, "device": device, "runs": runs}
     path = Path(source) if source is not None else default_study_path()
     if source is None or path.suffix.lower() in SWEEP_SUFFIXES:
@@ -75,8 +81,6 @@ def report(
         # previous report whole (its rows, results.json and report.md), never half of each.
         staging = _staging(out_dir)
         if resume and not staging.exists() and out_dir.exists():
-            import shutil
-
             shutil.copytree(out_dir, staging, symlinks=True)
         try:
             result = sweep(plan, out=staging, resume=resume and staging.exists(), force=not resume, on_start=on_start, on_row=on_row)
@@ -110,17 +114,12 @@ def _with_html(result: ReportResult, html: bool) -> ReportResult:
     """``result`` with ``report.html`` written beside its report.md (when ``html``)."""
     if not html:
         return result
-    from dataclasses import replace
-
-    from vitbench.reporting.html import write
 
     return replace(result, html=write(result.report))
 
 
 def _report_interrupted(stopped: Any, out: Path) -> Any:
     """The sweep's interruption, told in terms of the report: which folder, and how to finish."""
-    from vitbench.sweeps.run import SweepInterrupted
-
     again = SweepInterrupted(stopped.saved, stopped.total, out)
     again.args = (
         f"interrupted: {stopped.saved} of {stopped.total} rows saved (kept aside until the report of {out} is "
@@ -137,8 +136,6 @@ def _staging(out: Path) -> Path:
 def _swap_in(staging: Path, out: Path) -> None:
     """Replace ``out`` with the complete ``staging`` folder: out -> .NAME.old, staging -> out,
     then .NAME.old removed (a crash between the renames is repaired by :func:`_recover_swap`)."""
-    import shutil
-
     old = out.parent / f".{out.name}.old"
     if old.exists():
         shutil.rmtree(old)
@@ -157,8 +154,6 @@ def _recover_swap(out: Path) -> None:
 
 def _moved(result: ReportResult, staging: Path, out: Path) -> ReportResult:
     """The result's paths, from the staging folder to ``out``."""
-    from dataclasses import replace
-
     def move(path: Path) -> Path:
         try:
             return out / Path(path).relative_to(staging)
@@ -175,8 +170,6 @@ def _moved(result: ReportResult, staging: Path, out: Path) -> ReportResult:
 
 def _read(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Records and metadata of a store directory or results file (the one results reader)."""
-    from vitbench.reading import read_results
-
     records, info = read_results(path)
     if not records:  # a header-only CSV, an empty records list, a store without rows: nothing to report
         raise InputFileError(f"source={str(path)!r}: no rows ({'the store' if path.is_dir() else 'the file'} holds no records)")
@@ -193,9 +186,6 @@ def _check_rows(records: list[dict[str, Any]], where: str) -> None:
     """The report's own requirement: every row that ran names its model and batch size, holds no
     infinite value, and no configuration was measured twice (two measurements shown as one, or fitted as two points at
     one batch size, would misreport both): one line naming the rows, model and batch size."""
-    from vitbench.errors import shown
-    from vitbench.record_schema import require_columns, require_finite
-
     require_columns(records, where, ("model", "batch_size"), "a report needs every row's model and batch size")
     require_finite(records, where, "a report shows and draws finite values only")
     seen: dict[tuple, int] = {}
@@ -215,16 +205,11 @@ def _check_rows(records: list[dict[str, Any]], where: str) -> None:
 
 def _write_json(records: list[dict[str, Any]], out: Path) -> None:
     """``results.json`` beside the report: every record with its raw samples (raw units)."""
-    from vitbench.reporting.format import render
-    from vitbench.results import atomic_write_text
-
     atomic_write_text(out / "results.json", render(records, "json") + "\n")
 
 
 def _check_rerun(out: Path, name: str, *, resume: bool, force: bool) -> None:
     """Rerunning a study replaces its own earlier rows; rows of another sweep need --force."""
-    from vitbench.store.reader import is_store
-
     if resume or force or not is_store(out):
         return
     records, info = _read(out)
@@ -240,21 +225,15 @@ def _copy_results(source: Path, records: list[dict[str, Any]], out: Path, *, for
     """Put the results beside the report: a store is copied into ``out`` (vitbench.sweeps.merging;
     results held there already need ``force``); a results file becomes ``out``/results.csv. Both
     get results.json (every record, raw samples included)."""
-    from vitbench.results import atomic_write_text
-    from vitbench.store.reader import is_store
-
     if source.resolve() in (out.resolve(), (out / "results.csv").resolve()):
         return
     if source.is_dir():
-        from vitbench.sweeps import merge
-
         merge([source], out, force=force)
     elif is_store(out) and not force:
         raise InputFileError(f"out={str(out)!r}: already holds results; choose another --out or pass --force")
     elif (out / "rows.jsonl").exists():
         raise InputFileError(f"out={str(out)!r}: holds a results store; choose another --out for a report of {str(source)!r}")
     else:  # re-encoded, never copied: every cell through the one CSV escaper (a CSV's too)
-        from vitbench.reporting.format import render
 
         atomic_write_text(out / "results.csv", render(records, "csv"))
     _write_json(records, out)

@@ -7,6 +7,7 @@ from types import ModuleType
 from typing import Any
 
 from vitbench.analytic import cnn, convnext, swin, vit
+from vitbench.settings import check_batch_size
 from vitbench.specs import ModelSpec, ViTSpec
 from vitbench.specs.target import img_size_cell
 
@@ -92,8 +93,6 @@ def params(spec: ModelSpec) -> int:
 
 def complexity(spec: ModelSpec, batch_size: int = 1) -> Complexity:
     """Exact params, MACs per component and element-wise work for ``batch_size`` images."""
-    from vitbench.settings import check_batch_size
-
     check_batch_size(batch_size)
     return complexity_of(spec, batch_size)
 

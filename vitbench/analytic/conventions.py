@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from vitbench.analytic import cnn, complexity, swin, vit
+from vitbench.analytic import cnn, complexity, memory, params, swin, vit
 from vitbench.specs import ModelSpec, SwinSpec, ViTSpec
 
 
@@ -120,23 +120,17 @@ def fvcore_activations(spec: ViTSpec, batch_size: int = 1) -> int:
 # --- memory (bytes; the closed forms and the replay live in vitbench.analytic.memory) --------------
 def fp32_weights_bytes(spec: ModelSpec) -> int:
     """fp32 weights: 4 P bytes."""
-    from vitbench.analytic import memory, params
-
     return memory.weights_bytes(params(spec))
 
 
 def weights_and_adamw_bytes(spec: ModelSpec) -> int:
     """fp32 weights and AdamW's two moment buffers: 4 P + 8 P = 12 P bytes."""
-    from vitbench.analytic import memory, params
-
     p = params(spec)
     return memory.weights_bytes(p) + memory.optimizer_bytes(p, "adamw")
 
 
 def attention_matrix_bytes(spec: ViTSpec, batch_size: int = 1) -> int:
     """One layer's fp32 attention matrices: B h n^2 x 4 bytes."""
-    from vitbench.analytic import memory
-
     return memory.attention_matrix_bytes(spec, batch_size)
 
 
@@ -148,16 +142,12 @@ def all_attention_matrix_bytes(spec: ViTSpec, batch_size: int = 1) -> int:
 def training_peak_bytes(spec: ModelSpec, batch_size: int = 1) -> int:
     """Predicted peak of one fp32 training step with AdamW (forward, loss, backward, step), from
     :func:`vitbench.analytic.memory.memory_estimate`: PyTorch's CPU operators replayed."""
-    from vitbench.analytic import memory
-
     return memory.memory_estimate(spec, batch_size, mode="train", precision="fp32", optimizer="adamw").peak_bytes
 
 
 def inference_peak_bytes(spec: ModelSpec, batch_size: int = 1) -> int:
     """Predicted peak of one fp32 no-grad forward, from
     :func:`vitbench.analytic.memory.memory_estimate`: PyTorch's CPU operators replayed."""
-    from vitbench.analytic import memory
-
     return memory.memory_estimate(spec, batch_size, mode="infer", precision="fp32").peak_bytes
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vitbench.analytic import complexity_of
 from vitbench.settings import check_batch_size
 from vitbench.specs.identity import RowIdentity
 from vitbench.specs.target import Target
@@ -16,8 +17,6 @@ EMPTY_FIGURES = ("tokens", "params", "macs", "flops", "attn_matmul_share", "elem
 
 def identity_record(target: Target, batch_size: int) -> dict[str, Any]:
     """The identity, then the analytic figures (None where no formula covers the model)."""
-    from vitbench.analytic import complexity_of
-
     check_batch_size(batch_size)
     identity = RowIdentity.of(target, batch_size)
     if target.spec is not None:

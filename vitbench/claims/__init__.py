@@ -26,15 +26,21 @@ from vitbench.lazy import lazy_exports
 
 #: public name -> the module that defines it (imported on first use)
 _EXPORTS = {
-    "CATALOGUE": "catalogue", "CatalogueError": "catalogue", "Claim": "claim",
-    "UnknownClaimError": "catalogue", "load_catalogue": "catalogue", "select": "catalogue",
-    "audit": "evaluate", "evaluate": "evaluate", "summary": "evaluate",
-    "QUANTITIES": "quantities", "quantity_rows": "quantities",
-    "Stated": "stated", "parse_stated": "stated",
-    "VERDICTS": "verdicts",
+    "CATALOGUE": "vitbench.claims.catalogue",
+    "CatalogueError": "vitbench.claims.catalogue",
+    "Claim": "vitbench.claims.claim",
+    "UnknownClaimError": "vitbench.claims.catalogue",
+    "load_catalogue": "vitbench.claims.catalogue",
+    "select": "vitbench.claims.catalogue",
+    "audit": "vitbench.claims.evaluate",
+    "evaluate": "vitbench.claims.evaluate",
+    "summary": "vitbench.claims.evaluate",
+    "QUANTITIES": "vitbench.claims.quantities",
+    "quantity_rows": "vitbench.claims.quantities",
+    "Stated": "vitbench.claims.stated",
+    "parse_stated": "vitbench.claims.stated",
+    "VERDICTS": "vitbench.claims.verdicts",
 }
-
-_EXPORTS = {name: f"vitbench.claims.{module}" for name, module in _EXPORTS.items()}
 
 __all__ = sorted(_EXPORTS)
 

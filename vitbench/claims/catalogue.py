@@ -19,7 +19,9 @@ from vitbench.analytic.conventions import OMITTABLE
 from vitbench.claims.claim import AlternativeReading, Claim, Config, Counted, frozen
 from vitbench.claims.quantities import FAMILY_CONVENTIONS, QUANTITIES
 from vitbench.claims.stated import Stated, evaluate_formula, parse_stated
-from vitbench.errors import VitbenchError
+from vitbench.documents import DOCUMENTS, number_of
+from vitbench.errors import InputFileError, VitbenchError
+from vitbench.input_files import MAX_CATALOGUE_BYTES, read_input_text
 
 CATALOGUE = Path(__file__).resolve().parents[1] / "data" / "claims.yaml"
 
@@ -334,9 +336,6 @@ def _claim(raw: Any, index: int, seen: set[str]) -> Claim:
 def _read_yaml(path: Path) -> Any:
     import yaml
 
-    from vitbench.errors import InputFileError
-    from vitbench.input_files import MAX_CATALOGUE_BYTES, read_input_text
-
     try:  # the one gate: a FIFO or device refused without blocking, the size capped, UTF-8, not empty
         text = read_input_text(path, "", max_bytes=MAX_CATALOGUE_BYTES)
     except InputFileError as exc:
@@ -384,8 +383,6 @@ def select(
                 raise UnknownClaimError(name, difflib.get_close_matches(name, by_id, n=3, cutoff=0.5))
             chosen.append(by_id[name])
     if source:
-        from vitbench.documents import DOCUMENTS, number_of
-
         numbers = {short: number for number, (short, _, _) in DOCUMENTS.items()}
         prefix = numbers.get(source.lower(), source)
         chosen = [c for c in chosen if c.file.startswith(prefix)]

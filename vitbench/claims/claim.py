@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from vitbench.claims.stated import Stated
+from vitbench.presets import resolve
+from vitbench.specs import spec_from_dict, with_overrides
 
 
 def frozen(value: Any) -> Any:
@@ -37,10 +39,7 @@ class Config:
         if self.reference is not None:
             raise ValueError(f"{self.reference} has no analytic spec: it can only be counted")
         if self.fields is not None:
-            from vitbench.specs import spec_from_dict, with_overrides
-
             return with_overrides(spec_from_dict(dict(self.fields)), **dict(self.overrides))
-        from vitbench.presets import resolve
 
         return resolve(self.model, **dict(self.overrides))
 

@@ -28,10 +28,11 @@ from vitbench.claims.explain import (
 )
 from vitbench.claims.measured import Measurer, judge_measured, measure_on_cuda
 from vitbench.claims.quantities import QUANTITIES
-from vitbench.claims.recompute import Cache, Candidate, candidates, compute_candidates, counted_value, value_of
+from vitbench.claims.recompute import Cache, Candidate, NotRecomputed, candidates, compute_candidates, counted_value, value_of
 from vitbench.claims.stated import evaluate_formula, format_like
 from vitbench.claims.verdicts import VERDICTS
 from vitbench.documents import where
+from vitbench.errors import VitbenchError
 from vitbench.results import Records
 
 #: The share of an alternative reading's value a stated figure may differ by and still match it.
@@ -111,7 +112,7 @@ def _recomputed(claim: Claim, record: dict[str, Any], counted: bool, cache: Cach
     if claim.target is not None and not claim.target.analytic:
         value, by, warning = counted_value(claim, cache)
         if warning:
-            raise RuntimeError(warning)
+            raise NotRecomputed(warning)
         record.update(counted=value, counted_by=by, basis="counted")
         if QUANTITIES[claim.quantity].family == "compute":
             return compute_candidates(claim, value, [("", "", value)])
@@ -193,7 +194,7 @@ def evaluate(
             judge_measured(claim, record, tol, measure, measurer or measure_on_cuda, cache)
         else:
             _judge(claim, record, counted, cache, tol)
-    except Exception as exc:  # noqa: BLE001 - one failed claim must not lose the others' results
+    except VitbenchError as exc:  # one claim the user's setup cannot recompute keeps the others' results
         record.update(verdict="error", verdict_text="error",
                       explanation=f"recomputing failed: {exc.__class__.__name__}: {exc}")
     return record

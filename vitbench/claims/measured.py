@@ -15,8 +15,11 @@ from typing import Any
 from vitbench.claims.claim import Claim
 from vitbench.claims.explain import assumptions, format_pct, off_pct, what, within
 from vitbench.claims.quantities import QUANTITIES
-from vitbench.claims.recompute import Cache, value_of
+from vitbench.claims.recompute import Cache, NotRecomputed, value_of
 from vitbench.claims.stated import format_like
+from vitbench.errors import model_code
+from vitbench.measure.profile import profile
+from vitbench.settings import RunSettings
 
 #: (spec, batch_size, mode) -> a :func:`vitbench.profile` record (``status``, ``device``, the
 #: measured field, ``env_device_name``), or None where no CUDA device is available.
@@ -28,8 +31,6 @@ def measure_on(spec: Any, batch_size: int, mode: str, device: str = "cuda", **se
     """One fp32 measurement with :func:`vitbench.profile` (AdamW when training): a record with
     ``status``, ``device``, ``throughput_img_s``, ``peak_memory_bytes`` and ``env_device_name``.
     ``settings``: other :class:`vitbench.RunSettings` fields (e.g. ``min_run_time_s``)."""
-    from vitbench import RunSettings, profile
-
     settings = RunSettings(device=device, mode=mode, batch_size=batch_size, precision="fp32",
                            optimizer="adamw", memory=True, **settings)
     return profile(spec, settings)[0]
@@ -73,13 +74,14 @@ def judge_measured(claim: Claim, record: dict[str, Any], tol: float, measure: bo
     stated, q, target = claim.stated, QUANTITIES[claim.target.quantity], claim.target
     result = None
     if measure and measurer is not None:
-        result = cache.get(("measure", target, q.mode),
-                           lambda: measurer(target.spec(), target.batch_size, q.mode))
+        with model_code():  # the measurer may be the caller's own: what it raises is not vitbench's
+            result = cache.get(("measure", target, q.mode),
+                               lambda: measurer(target.spec(), target.batch_size, q.mode))
     if result is None:
         _needs_gpu(claim, record, measure, cache)
         return
     if result.get("status") != "ok":
-        raise RuntimeError(f"measurement failed: {result.get('status')}: {result.get('error')}")
+        raise NotRecomputed(f"measurement failed: {result.get('status')}: {result.get('error')}")
     value, device = float(result[q.measured]), str(result.get("env_device_name") or "cuda")
     shown = format_like(stated, value)
     record.update(recomputed=value, recomputed_text=shown, basis="measured")

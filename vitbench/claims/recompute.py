@@ -15,6 +15,14 @@ from vitbench.analytic.conventions import Reading
 from vitbench.claims.claim import Claim, Config
 from vitbench.claims.quantities import QUANTITIES
 from vitbench.claims.stated import BYTE_UNITS, OTHER_BASE, evaluate_formula
+from vitbench.counters import count_detailed
+from vitbench.errors import VitbenchError
+from vitbench.models import build_meta
+
+
+class NotRecomputed(VitbenchError):
+    """A claim that cannot be recomputed here (its counter failed, its measurement did not run):
+    its verdict is 'error' with the reason, and the other claims stand."""
 
 _COMPUTE_UNITS = {"macs": "MACs", "flops": "FLOPs", "fvcore-flops": " fvcore flops"}
 
@@ -59,13 +67,11 @@ def counted_value(claim: Claim, cache: Cache) -> tuple[float | None, str | None,
         counter = "dispatch" if q.counted.startswith("dispatch") else "fvcore"
         value = getattr(_traced(model, config.batch_size, counter, cache), q.counted)
         return value, f"{how.model} ({counter})" if how.model else counter, None
-    except Exception as exc:  # noqa: BLE001 - a missing or failing counter leaves the analytic verdict standing
+    except VitbenchError as exc:  # a missing library or a model that fails leaves the analytic verdict standing
         return None, None, f"counted value unavailable ({exc.__class__.__name__}: {exc})"
 
 
 def _numel(model: Any) -> int:
-    from vitbench.models import build_meta
-
     return sum(p.numel() for p in build_meta(model).parameters())
 
 
@@ -73,8 +79,6 @@ def _traced(model: Any, batch_size: int, counter: str, cache: Cache) -> Any:
     """:func:`vitbench.counters.count_detailed` of a spec or a reference, once per audit."""
 
     def count():
-        from vitbench.counters import count_detailed
-
         return count_detailed(model, batch_size=batch_size, counters=(counter,))
 
     return cache.get(("count", counter, model, batch_size), count)
@@ -101,8 +105,16 @@ def _ratio_candidates(claim: Claim, cache: Cache) -> tuple[float, str, list[Cand
     for alt in claim.alternatives:
         a_num, _ = value_of(alt.target, cache)
         a_den, _ = value_of(alt.versus, cache)
-        out.append(Candidate("explicit", alt.describe, a_num / a_den, unit))
-    return num / den, unit, out
+        out.append(Candidate("explicit", alt.describe, _divided(a_num, a_den), unit))
+    return _divided(num, den), unit, out
+
+
+def _divided(numerator: float, denominator: float) -> float:
+    """A claimed ratio; a denominator of 0 (a catalogue entry that divides by nothing) is the
+    claim's error, not vitbench's."""
+    if denominator == 0:
+        raise NotRecomputed(f"the ratio's denominator is 0 (division by zero, numerator {numerator})")
+    return numerator / denominator
 
 
 def compute_candidates(claim: Claim, canonical: int, readings: list[tuple[str, str, int]]) -> tuple[float, str, list[Candidate]]:

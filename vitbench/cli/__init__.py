@@ -13,7 +13,15 @@ import argparse
 import errno
 import importlib
 import os
+import re
 import sys
+import traceback
+
+from vitbench.cli.common import UsageError, resolve_format
+from vitbench.errors import OutputFileError, VitbenchError
+from vitbench.escape import terminal_text
+from vitbench.results import check_output_path
+from vitbench.version import __version__
 
 COMMANDS = (
     "analyze",
@@ -36,10 +44,6 @@ COMMANDS = (
 )
 
 
-class UsageError(Exception):
-    pass
-
-
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit code 2, never a usage dump."""
 
@@ -51,7 +55,6 @@ class Parser(argparse.ArgumentParser):
 def build_parser(command: str | None = None) -> Parser:
     """The parser of every command, or of ``command`` alone (one of :data:`COMMANDS`): what a
     command line that names it needs, without importing what the other commands' flags do."""
-    from vitbench import __version__
 
     parser = Parser(
         prog="vitbench",
@@ -74,8 +77,6 @@ def glue_negative_values(argv: list[str]) -> list[str]:
     """``--memory -1GiB`` -> ``--memory=-1GiB``: argparse takes a value that starts with '-'
     and is not a plain number for an option, and answers "expected one argument" instead of
     saying what is wrong with the value."""
-    import re
-
     out: list[str] = []
     for token in argv:
         if out and out[-1].startswith("--") and "=" not in out[-1] and re.match(r"-\.?\d", token) and not re.fullmatch(r"-\d+(\.\d*)?", token):
@@ -86,8 +87,6 @@ def glue_negative_values(argv: list[str]) -> list[str]:
 
 
 def error(message: str) -> None:
-    from vitbench.escape import terminal_text
-
     # one line whatever the message quotes (a JSON key or a file's text holding a line break)
     one_line = message.strip().replace("\r\n", "\n").replace("\n", "\\n")
     print(f"vitbench: error: {terminal_text(one_line)}", file=sys.stderr)
@@ -117,8 +116,6 @@ class TerminalStream:
         self._name = name
 
     def write(self, text: str) -> int:
-        from vitbench.escape import terminal_text
-
         lead = "\r" if text.startswith("\r") else ""
         self._guarded(self._stream.write, lead + terminal_text(text[len(lead):]))
         return len(text)
@@ -130,8 +127,6 @@ class TerminalStream:
         """A write that fails (a full disk, a closed stream) is one line and exit 2, not an
         internal error; a closed pipe (``| head``) stays BrokenPipeError, a quiet exit 0; standard
         error, with nowhere to say so, loses the text."""
-        from vitbench.errors import OutputFileError
-
         try:
             call(*args)
         except BrokenPipeError:
@@ -161,8 +156,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main_flush(code: int) -> int:
-    from vitbench.errors import OutputFileError
-
     try:
         sys.stdout.flush()
     except OutputFileError as exc:
@@ -174,8 +167,6 @@ def _main_flush(code: int) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from vitbench.errors import VitbenchError
-
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         parser = build_parser(argv[0] if argv else None)
@@ -184,10 +175,8 @@ def _main(argv: list[str] | None) -> int:
             parser.print_help()
             return 2
         if getattr(args, "output", None):  # before any work: profile must not measure, then fail
-            from vitbench.results import check_output_path
 
             check_output_path(args.output, "--output")
-        from vitbench.cli.common import resolve_format
 
         resolve_format(args)
         return int(args.handler(args) or 0)
@@ -202,8 +191,18 @@ def _main(argv: list[str] | None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # a bug: say so in one line, keep the traceback on request
-        if os.environ.get("VITBENCH_DEBUG"):
-            raise
+    # the command's boundary: anything else is vitbench's own bug, exit 3, its traceback on
+    # standard error under VITBENCH_DEBUG=1 (else one line saying how to see it)
+    except Exception as exc:  # noqa: BLE001
+        return internal_error(exc)
+
+
+def internal_error(exc: BaseException) -> int:
+    """Exit code 3 for vitbench's own exception: one line naming it, and under
+    ``VITBENCH_DEBUG=1`` its whole traceback first, on standard error."""
+    if os.environ.get("VITBENCH_DEBUG"):
+        sys.stderr.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        error(f"internal error: {exc.__class__.__name__}: {exc}")
+    else:
         error(f"internal error: {exc.__class__.__name__}: {exc} (set VITBENCH_DEBUG=1 for a traceback)")
-        return 3
+    return 3

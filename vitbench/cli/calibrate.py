@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from vitbench.cli.common import add_format_argument, choice_list, emit, thread_count
@@ -112,10 +115,6 @@ def _keep(args, calibration, save) -> tuple[dict[str, Path], list[str]]:
 def _fallback(calibration) -> Path | None:
     """A new file in the temporary folder (``vitbench-calibration-XXXXXXXX.json``) holding the
     calibration, or None when even that cannot be written."""
-    import contextlib
-    import os
-    import tempfile
-
     from vitbench.errors import OutputFileError
     from vitbench.results import atomic_write_text
 

@@ -19,9 +19,8 @@ from vitbench.cli.progress import Steps, add_quiet_argument
 
 
 def register(subparsers) -> None:
-    from vitbench.settings import MODES, OPTIMIZERS
-    from vitbench.timemodel.choose import SORTS
-    from vitbench.timemodel.run import PREDICT_PRECISIONS
+    from vitbench.settings import CHOOSE_SORTS as SORTS
+    from vitbench.settings import MODES, OPTIMIZERS, PREDICT_PRECISIONS
 
     parser = subparsers.add_parser(
         "choose",

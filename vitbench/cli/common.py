@@ -6,14 +6,20 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import shutil
 import sys
 from collections.abc import Iterable
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 from vitbench.errors import SpecError
 from vitbench.reporting.format import FORMATS, render
 from vitbench.specs import SPEC_TYPES, list_valued, spec_fields, split_alternatives
+
+
+class UsageError(Exception):
+    """A command line argparse or a command refuses: one line, exit code 2."""
 
 
 def _override_fields() -> dict[str, str]:
@@ -134,7 +140,6 @@ def resolve_format(args: argparse.Namespace) -> None:
     CSV, not a table); else the command's default."""
     if "format" not in args or args.format is not None:
         return
-    from pathlib import Path
 
     suffix = Path(args.output).suffix.lower() if getattr(args, "output", None) else ""
     formats = getattr(args, "suffix_formats", None) or FORMAT_OF_SUFFIX
@@ -143,8 +148,6 @@ def resolve_format(args: argparse.Namespace) -> None:
 
 def terminal_width() -> int:
     """The terminal's columns (``COLUMNS`` when set); 100 when the output is not a terminal."""
-    import shutil
-
     return shutil.get_terminal_size((100, 24)).columns
 
 

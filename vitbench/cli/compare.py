@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from vitbench.cli.common import unit_fraction
+from vitbench.cli.common import FORMAT_OF_SUFFIX, unit_fraction
 
 
 def register(subparsers) -> None:
@@ -57,7 +57,6 @@ def register(subparsers) -> None:
                              "configuration and metric (default: from the -o file's suffix, .csv/.json/.md/.xml, "
                              "else table)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
-    from vitbench.cli.common import FORMAT_OF_SUFFIX
 
     parser.set_defaults(handler=run, default_format="table", suffix_formats={**FORMAT_OF_SUFFIX, ".xml": "junit"})
 

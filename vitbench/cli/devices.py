@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vitbench.cli.common import add_format_argument
+from vitbench.cli.common import add_format_argument, emit
 
 
 def register(subparsers) -> None:
@@ -25,7 +25,6 @@ TABLE_COLUMNS = ("device", "name", "generation", "market", "memory_bytes", "fp32
 
 
 def run(args) -> int:
-    from vitbench.cli.common import emit
     from vitbench.timemodel.catalogue import devices
 
     records = devices(args.generation)

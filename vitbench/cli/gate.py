@@ -26,6 +26,7 @@ first, so nothing an earlier run left there is read back; no value is ever read 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -89,8 +90,6 @@ def register(subparsers) -> None:
 def settings(args, environ=None) -> dict[str, str]:
     """Each setting: its flag, else its environment variable, else its default; checked before
     anything runs (a :class:`GateError` naming the flag or the variable the value came from)."""
-    import re
-
     from vitbench.errors import SpecError
     from vitbench.history.store import check_ref
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from vitbench.cli.common import add_format_argument, emit, unit_fraction
 
@@ -113,8 +114,6 @@ def run_export(args) -> int:
 
 
 def run_report(args) -> int:
-    from pathlib import Path
-
     from vitbench.reporting.history import write_report
 
     metrics = [m.strip() for m in args.metric.split(",") if m.strip()] if args.metric else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vitbench.cli.common import add_format_argument
+from vitbench.cli.common import add_format_argument, emit, terminal_width
 
 
 def register(subparsers) -> None:
@@ -15,7 +15,6 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from vitbench.analytic import params
-    from vitbench.cli.common import emit, terminal_width
     from vitbench.presets import list_presets
 
     records = [

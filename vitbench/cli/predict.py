@@ -19,7 +19,7 @@ from vitbench.cli.progress import Steps, add_quiet_argument
 
 
 def register(subparsers) -> None:
-    from vitbench.timemodel.run import PREDICT_PRECISIONS
+    from vitbench.settings import PREDICT_PRECISIONS
 
     parser = subparsers.add_parser(
         "predict",

@@ -46,6 +46,8 @@ def _report(row) -> None:
     """A row's error and warnings on stderr, as it is measured."""
     label = f"{row['model']} (batch {row['batch_size']}, {row['mode']}, {row['precision']})"
     if row.get("error"):
+        if row.get("error_detail") and os.environ.get("VITBENCH_DEBUG"):  # a worker's traceback
+            sys.stderr.write(row["error_detail"])
         print(f"vitbench: {row['status']}: {label}: {row['error']}", file=sys.stderr)
     from vitbench.row_warnings import texts
 

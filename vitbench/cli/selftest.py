@@ -7,8 +7,8 @@ import sys
 
 
 def register(subparsers) -> None:
-    from vitbench.measure.selftest import CHECKS
     from vitbench.settings import DEVICES
+    from vitbench.settings import SELFTEST_CHECKS as CHECKS
 
     parser = subparsers.add_parser(
         "selftest",

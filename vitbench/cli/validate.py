@@ -4,8 +4,9 @@ Exit 1 if not."""
 from __future__ import annotations
 
 import argparse
+import sys
 
-from vitbench.cli.common import add_format_argument, batch_size_int, emit, non_negative_float
+from vitbench.cli.common import UsageError, add_format_argument, batch_size_int, emit, non_negative_float
 
 
 def register(subparsers) -> None:
@@ -34,8 +35,6 @@ def register(subparsers) -> None:
 
 
 def _ints(text: str, flag: str) -> list[int]:
-    from vitbench.cli import UsageError
-
     try:
         return [batch_size_int(t) for t in text.split(",") if t.strip()]
     except argparse.ArgumentTypeError:
@@ -50,14 +49,11 @@ def _sizes(text: str) -> list:
     try:
         return [parse_image_size(t) for t in split_alternatives(text)]
     except ValueError as exc:  # SpecError is a ValueError too
-        from vitbench.cli import UsageError
 
         raise UsageError(f"--img-size={text!r}: {getattr(exc, 'reason', exc)}") from None
 
 
 def run(args) -> int:
-    import sys
-
     from vitbench.counters.validate import validate
 
     resolutions = _sizes(args.resolutions) if args.resolutions else None

@@ -16,7 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from vitbench.counters import run
+from vitbench.counters.components import by_depth, comparison, counted_by_group
+from vitbench.counters.limits import CountingRefused, counting_refusal, executed_macs_refusal
+from vitbench.counters.run import params_by_path
 from vitbench.errors import SpecError
+from vitbench.models.references import resolve
+from vitbench.results import Records
+from vitbench.row_warnings import warning
 from vitbench.settings import COUNTERS, check_batch_size
 
 
@@ -73,8 +80,6 @@ def count_detailed(
     input_size: tuple[int, int, int] | None = None,
 ) -> CountResult:
     """Count ``model`` (spec, preset name, reference, Target or nn.Module) for a batch."""
-    from vitbench.models.references import resolve
-
     counters = check_counters(counters)
     check_batch_size(batch_size)
     return count_target(resolve(model, input_size=input_size), batch_size, counters, activations=activations, table_depth=table_depth)
@@ -84,17 +89,13 @@ def count_target(
     target: Any, batch_size: int, counters: tuple[str, ...], *, activations: bool = True, table_depth: int | None = None
 ) -> CountResult:
     """:func:`count_detailed` of a resolved Target, for checked ``batch_size`` and ``counters``."""
-    from vitbench.counters.components import counted_by_group
-    from vitbench.counters.limits import CountingRefused, counting_refusal, executed_macs_refusal
-    from vitbench.counters.run import run_dispatch, run_fvcore
-
     refusal = counting_refusal(target, batch_size, counters)
     if refusal:
         raise CountingRefused(f"{target.label}: {refusal}")
     result: dict[str, Any] = {"model": target.label, "batch_size": batch_size}
     warnings: list[str] = []
     if "dispatch" in counters:
-        counted, params, note = run_dispatch(target, batch_size)
+        counted, params, note = run.run_dispatch(target, batch_size)
         result.update(
             module_params=params,
             dispatch_macs=counted.macs,
@@ -106,7 +107,7 @@ def count_target(
     if executed:
         raise CountingRefused(f"{target.label}: refused: {executed}")
     if "fvcore" in counters:
-        counted, params, note = run_fvcore(target, batch_size, activations=activations, table_depth=table_depth)
+        counted, params, note = run.run_fvcore(target, batch_size, activations=activations, table_depth=table_depth)
         warnings += [note] if note else []
         if counted is not None:
             result.setdefault("module_params", params)
@@ -140,13 +141,8 @@ def module_table(
     levels below the root, for any model, like fvcore's by-module table: one record per module
     path (``''`` = the whole model), in module order, plus the named component when the module
     is a ViT, Swin, ConvNeXt or ResNet that vitbench recognises."""
-    from vitbench.counters.components import by_depth, comparison
-    from vitbench.counters.run import params_by_path, run_dispatch
-    from vitbench.models.references import resolve
-    from vitbench.results import Records
-
     target = resolve(model, input_size=input_size)
-    counted, _, note = run_dispatch(target, batch_size)
+    counted, _, note = run.run_dispatch(target, batch_size)
     macs = by_depth(counted.by_module, depth)
     params = params_by_path(target, depth)
     layout = comparison(target.spec, counted.by_module)
@@ -158,8 +154,6 @@ def module_table(
         if component and not component.startswith("other:"):
             record["component"] = component  # the analytic component this module computes
         if note:
-            from vitbench.row_warnings import warning
-
             record["warnings"] = [warning("counter-note", note)]
         records.append(record)
     return records
@@ -170,8 +164,6 @@ def count_record(
 ) -> dict[str, Any]:
     """Counter columns for a model, plus ``agree``: every counter's MACs == analytic MACs and the
     module's parameters == analytic parameters (absent when there is no analytic figure)."""
-    from vitbench.models.references import resolve
-
     counters = check_counters(counters)
     check_batch_size(batch_size)
     return counted_record(resolve(model), batch_size, counters, analytic_record)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
+from vitbench.analytic.cnn import cnn_layers
+from vitbench.errors import SpecError
 from vitbench.specs import ModelSpec, PlainCNNSpec, ResNetSpec, ViTSpec
 
 
@@ -38,8 +40,6 @@ def by_depth(by_module: dict[str, int], depth: int) -> dict[str, int]:
     of its path prefixes, so a container the model iterates over instead of calling (and which
     the counter therefore never saw) still gets its total."""
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
-        from vitbench.errors import SpecError
-
         raise SpecError("depth", depth, "must be a non-negative integer")
     out: dict[str, int] = {}
     for path, value in own_macs(by_module).items():
@@ -206,7 +206,6 @@ def component_layout(
         return _matcher(CONVNEXT_RULES), CONVNEXT_GROUPS
     if not isinstance(spec, (ResNetSpec, PlainCNNSpec)):
         return None  # a family without a module layout: totals only
-    from vitbench.analytic.cnn import cnn_layers
 
     groups = {c: (c,) for c in dict.fromkeys(layer.component for layer in cnn_layers(spec))}
     if isinstance(spec, ResNetSpec):

@@ -8,10 +8,12 @@ activations, so even ViT-H/14 counts in about a second.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from vitbench.counters.formulas import mha_macs, sdpa_macs
+from vitbench.errors import model_forward
 
 
 def _flash_cpu_flops(query, key, value, *args, out_shape=None, **kwargs) -> int:
@@ -46,12 +48,8 @@ def dispatch_count(module, inputs: tuple[Any, ...], state: dict[str, Any] | None
     parameters and buffers replaced by these tensors (meta ones), the module itself untouched.
     With ``label``, what the forward raises is a :class:`~vitbench.errors.ModelForwardError`
     naming it (the model's own failure, the user's to fix)."""
-    import contextlib
-
     import torch
     from torch.utils.flop_counter import FlopCounterMode
-
-    from vitbench.errors import model_forward
 
     counter = FlopCounterMode(display=False, depth=None, custom_mapping=custom_mapping())
     with torch.no_grad(), counter:

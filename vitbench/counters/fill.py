@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from vitbench.counters import count
+from vitbench.errors import VitbenchError
+
 
 def fill_counted(record: dict[str, Any]) -> dict[str, Any]:
     """One number per quantity: ``params`` and ``macs`` (per batch) with ``params_source`` and
@@ -40,13 +43,10 @@ def counted_identity(target: Any, batch_size: int | str | None, cache: dict | No
     key = (id(target), batch_size if whole else 1)  # the targets live as long as the command
     if cache is not None and key in cache:
         return cache[key]
-    from vitbench.counters import count
 
     try:
         counted = count(target, key[1], ["dispatch"])
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except Exception:  # noqa: BLE001 - a model that cannot be counted keeps empty columns, as before
+    except VitbenchError:  # a model that cannot be counted (refused, its code failed) keeps empty columns
         counted = {}
     figures = {}
     if counted.get("module_params") is not None:

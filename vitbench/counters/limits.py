@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from vitbench.analytic import cnn, complexity_of, convnext, swin, vit
+from vitbench.analytic.memory import memory_estimate
 from vitbench.errors import VitbenchError
 from vitbench.procfs import proc_bytes
 from vitbench.specs.limits import MAX_STEP_TRACED_BLOCKS, MAX_TRACED_BLOCKS, blocks
@@ -35,7 +37,6 @@ def largest_weight(spec: Any) -> tuple[int, str] | None:
     count = blocks(spec)
     if spec is None or count is None or count > MAX_TRACED_BLOCKS:
         return None
-    from vitbench.analytic import cnn, convnext, swin, vit
 
     kind = getattr(spec, "kind", None)
     if kind == "vit":
@@ -87,7 +88,6 @@ def trace_refusal(spec: Any, what: str, batch_size: int = 1, *, max_blocks: int 
     if available is not None and count * 4 > available:
         return (f"{what} would allocate its largest weight ({component}: {count:,} parameters, {count * 4 / 1e9:,.3g} GB) "
                 f"for real, more than the memory available ({available / 1e9:.1f} GB); the analytic figures stand")
-    from vitbench.analytic import complexity_of
 
     macs = complexity_of(spec, batch_size).macs
     if macs > MAX_TRACED_MACS:
@@ -113,10 +113,8 @@ def real_forward_bytes(spec: Any, batch_size: int) -> int | None:
     649 MB against 651 MB; batch 3000, 1.55 GB against 1.95 GB; 5,626 tokens at batch 2, 186 MB
     against 147 MB. None for a spec the memory model does not cover."""
     try:
-        from vitbench.analytic.memory import memory_estimate
-
         estimate = memory_estimate(spec, batch_size, "train")
-    except Exception:  # noqa: BLE001 - no memory model for this spec: nothing to refuse from
+    except VitbenchError:  # no memory model for this spec (a SpecError): nothing to refuse from
         return None
     return estimate.weights_bytes + estimate.activations_bytes
 
@@ -133,7 +131,6 @@ def real_forward_refusal(spec: Any, batch_size: int, input_size: Any, available:
     naming the batch size and image size and saying how to go on (the dispatch counter)."""
     if spec is None:
         return None
-    from vitbench.analytic import complexity_of
 
     where = _sizes(batch_size, input_size)
     runs = "a real forward pass (fvcore runs the model: --counters fvcore, --module-table)"

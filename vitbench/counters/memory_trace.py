@@ -21,10 +21,20 @@ inference misses the oneDNN patch-embedding copy (vit-ti/16 B=212: -6%).
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import weakref
 from typing import Any
 
 from vitbench.analytic.memory.replay import Profile, pareto
+from vitbench.errors import ModelError, foreign_call, model_code
+from vitbench.models import materialize
+from vitbench.models.inputs import main_output
+from vitbench.models.step import autocast_dtype, make_optimizer, step_loss
+
+
+class NotAffine(ModelError, ValueError):
+    """The model's step allocates differently at the two traced batches: no memory profile."""
 
 #: the two batch sizes traced (B = 1 is avoided: some kernels differ for a single image)
 BATCHES = (2, 3)
@@ -61,7 +71,7 @@ def _dispatch_mode(tracker: _Tracker):
 
     class Trace(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
+            out = foreign_call(func, *args, **(kwargs or {}))  # the model's operator
             import torch
 
             for value in tree_flatten(out)[0]:
@@ -96,13 +106,8 @@ def fake_module(module: Any, fake_mode: Any, device: str = "cpu") -> Any:
 def _trace(module: Any, input_size: tuple[int, int, int], classes: int | None, batch: int,
            mode: str, precision: str, optimizer: str) -> tuple[list[int], int]:
     """Live bytes at each allocation of the second (steady-state) step, and at forward's end."""
-    import contextlib
-
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
-
-    from vitbench.models.inputs import main_output
-    from vitbench.models.step import autocast_dtype, make_optimizer, step_loss
 
     fake_mode = FakeTensorMode()
     fake_module(module, fake_mode)
@@ -110,7 +115,7 @@ def _trace(module: Any, input_size: tuple[int, int, int], classes: int | None, b
     for tensor in [*module.parameters(), *module.buffers()]:
         tracker.track(tensor)
     dtype = autocast_dtype(precision)
-    with fake_mode, _dispatch_mode(tracker):
+    with fake_mode, _dispatch_mode(tracker), model_code():  # the model's step: its failure is a ModelError
         images = torch.randn(batch, *input_size)
         labels = torch.randint(0, classes, (batch,)) if classes else None
         opt = make_optimizer(optimizer, module.parameters()) if mode == "train" else None
@@ -144,10 +149,9 @@ def trace_profile(build: Any, input_size: tuple[int, int, int], classes: int | N
                   precision: str, optimizer: str) -> Profile:
     """The affine memory profile of one step of the module ``build()`` returns (built with its
     parameters on the meta device, then made fake): traces at ``BATCHES`` combined. Raises
-    ValueError when the two traces do not line up (the model allocates differently per batch)."""
-    from vitbench.models.materialize import light_build
-
-    traces = [_trace(light_build(build), input_size, classes, b, mode, precision, optimizer) for b in BATCHES]
+    :class:`NotAffine` (a ValueError) when the two traces do not line up (the model allocates
+    differently per batch), a :class:`~vitbench.errors.ModelError` when the model's step fails."""
+    traces = [_trace(materialize.light_build(build), input_size, classes, b, mode, precision, optimizer) for b in BATCHES]
     return combine(traces)
 
 
@@ -157,12 +161,12 @@ def combine(traces: list[tuple[list[int], int]]) -> Profile:
     (events1, end1), (events2, end2) = traces
     b1, b2 = BATCHES
     if len(events1) != len(events2):
-        raise ValueError(f"the step allocates {len(events1)} tensors at batch {b1} and {len(events2)} at {b2}")
+        raise NotAffine(f"the step allocates {len(events1)} tensors at batch {b1} and {len(events2)} at {b2}")
     points = []
     for live1, live2 in (*zip(events1, events2), (end1, end2)):
         slope, rest = divmod(live2 - live1, b2 - b1)
         if rest:
-            raise ValueError("an allocation is not affine in the batch")
+            raise NotAffine("an allocation is not affine in the batch")
         points.append((slope, live1 - slope * b1))
     forward_end = points.pop()
     return Profile(pareto(points), forward_end, 0)
@@ -173,10 +177,10 @@ _TRACED: dict[tuple, Profile] = {}
 
 def trace_target(target: Any, mode: str, precision: str, optimizer: str) -> Profile:
     """:func:`trace_profile` of a resolved Target (``vitbench.resolve_models``), cached per
-    configuration. Raises ValueError (or the model's own error) when it cannot be traced."""
+    configuration. Raises a :class:`~vitbench.errors.ModelError` (:class:`NotAffine` among them)
+    when it cannot be traced."""
     classes = target.spec.num_classes if target.spec is not None else None
     if target.module is not None:  # a live module: trace copies of it (their weights made fake)
-        import copy
 
         return trace_profile(lambda: copy.deepcopy(target.module), target.input_size, classes,
                              mode, precision, optimizer)

@@ -14,7 +14,14 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from vitbench.models.target import Target
+from vitbench.counters import limits
+from vitbench.counters.dispatch import dispatch_count
+from vitbench.counters.fvcore_counter import fvcore_count
+from vitbench.counters.limits import CountingRefused
+from vitbench.errors import ModelError, model_code, model_forward
+from vitbench.models import build_spec, build_uninitialized
+from vitbench.models.materialize import meta_state, parameter_count
+from vitbench.models.target import Target, light_module
 
 
 @contextlib.contextmanager
@@ -31,17 +38,12 @@ def _eval_mode(module) -> Iterator[None]:
 
 
 def _light(target: Target):
-    from vitbench.models import build_spec
-    from vitbench.models.target import light_module
-
     if target.source in ("preset", "spec"):
         return light_module(("spec", target.spec), lambda: build_spec(target.spec))
     return light_module(("target", target), target.build)
 
 
 def _fresh_for_fvcore(target: Target):
-    from vitbench.models import build_uninitialized
-
     return build_uninitialized(target.spec if target.source in ("preset", "spec") else target)
 
 
@@ -63,17 +65,12 @@ def _too_big_to_execute(target: Target) -> str | None:
 
 
 def _available_memory() -> int | None:
-    from vitbench.counters.limits import available_memory
-
-    return available_memory()
+    return limits.available_memory()
 
 
 def run_dispatch(target: Target, batch_size: int) -> tuple[Any, int, str | None]:
     """(DispatchCount, parameters of the module, note or None)."""
     import torch
-
-    from vitbench.counters.dispatch import dispatch_count
-    from vitbench.models.materialize import meta_state, parameter_count
 
     module = target.module if target.module is not None else _light(target)
     params = parameter_count(module)
@@ -81,12 +78,14 @@ def run_dispatch(target: Target, batch_size: int) -> tuple[Any, int, str | None]
     with _eval_mode(module):
         try:
             state = meta_state(module)
-            return dispatch_count(module, (torch.empty(shape, device="meta"),), state=state), params, None
-        except Exception as exc:  # noqa: BLE001 - data-dependent shapes, tensors the constructor left on the CPU
-            reason = str(exc).strip().splitlines()[0][:120] if str(exc).strip() else type(exc).__name__
+            with model_code():
+                return dispatch_count(module, (torch.empty(shape, device="meta"),), state=state), params, None
+        except ModelError as exc:  # data-dependent shapes, tensors the constructor left on the CPU
+            cause = exc.__cause__ or exc
+            reason = str(cause).strip().splitlines()[0][:120] if str(cause).strip() else type(cause).__name__
         too_big = None if target.module is not None else _too_big_to_execute(target)
         if too_big:
-            raise RuntimeError(f"the model cannot run on the meta device ({reason}), and running it for real is refused: {too_big}")
+            raise CountingRefused(f"the model cannot run on the meta device ({reason}), and running it for real is refused: {too_big}")
         real = module if target.module is not None and not _on_meta(module) else _fresh_for_fvcore(target).eval()
         device = _device_of(real)
         counted = dispatch_count(real, (torch.zeros(shape, device=device),), label=target.label)  # its failure: the model's
@@ -99,9 +98,6 @@ def run_fvcore(
     """(FvcoreCount or None, parameters of the traced module, note or None)."""
     import torch
 
-    from vitbench.counters.fvcore_counter import fvcore_count
-    from vitbench.models.materialize import parameter_count
-
     if target.module is not None and _on_meta(target.module):
         return None, None, "fvcore skipped: the module's parameters are on the meta device (fvcore executes the model)"
     if target.module is None:
@@ -110,10 +106,9 @@ def run_fvcore(
             return None, None, f"fvcore skipped: it executes the model, and {too_big}; the dispatch count stands"
     module = target.module if target.module is not None else _fresh_for_fvcore(target)
     shape = (batch_size, *target.input_size)
-    with _eval_mode(module):
-        counted = fvcore_count(
-            module, (torch.zeros(shape, device=_device_of(module)),), activations=activations, table_depth=table_depth
-        )
+    images = torch.zeros(shape, device=_device_of(module))
+    with _eval_mode(module), model_forward(images, target.label):  # fvcore runs the model's forward
+        counted = fvcore_count(module, (images,), activations=activations, table_depth=table_depth)
     return counted, parameter_count(module), None
 
 

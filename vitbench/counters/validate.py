@@ -15,7 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from vitbench import analytic as formulas
+from vitbench.counters import check_counters, count_detailed
+from vitbench.counters.components import analytic_by_group
+from vitbench.models.references import check_before_import, resolve
 from vitbench.models.target import Target
+from vitbench.presets import list_presets
 from vitbench.results import Records
 from vitbench.specs import ModelSpec, PlainCNNSpec, ResNetSpec, ViTSpec
 from vitbench.specs.identity import RowIdentity
@@ -44,9 +49,6 @@ def default_resolutions(spec: ModelSpec) -> list[tuple[int, int]]:
 
 def _targets(models: Iterable[Any] | None, resolutions) -> list[Target]:
     """Every (model, resolution) to check."""
-    from vitbench.models.references import check_before_import, resolve
-    from vitbench.presets import list_presets
-
     models = check_before_import(models) if models else [p.name for p in list_presets()]  # all, before a py: import
     sizes = [(r, r) if isinstance(r, int) else tuple(r) for r in resolutions] if resolutions else None
     targets = []
@@ -68,8 +70,6 @@ def _targets(models: Iterable[Any] | None, resolutions) -> list[Target]:
 
 def _differing(target: Target, analytic, counted, active) -> list[str]:
     """Components whose counted MACs differ from the analytic ones ('fvcore:qkv 10 vs 12')."""
-    from vitbench.counters.components import analytic_by_group
-
     by_module = counted.dispatch_by_module or counted.fvcore_by_module
     expected = analytic_by_group(analytic.macs_by_component, target.spec, by_module)
     if not expected:
@@ -86,10 +86,7 @@ def _differing(target: Target, analytic, counted, active) -> list[str]:
 
 def check(target: Target, batch: int, counters: Sequence[str], fvcore_budget_macs: int) -> dict[str, Any]:
     """One row: analytic vs counted parameters and MACs for one target and batch size."""
-    from vitbench.analytic import complexity
-    from vitbench.counters import count_detailed
-
-    analytic = complexity(target.spec, batch) if target.spec is not None else None
+    analytic = formulas.complexity(target.spec, batch) if target.spec is not None else None
     notes: list[str] = []
     active = list(counters)
     if "fvcore" in active:
@@ -138,8 +135,6 @@ def validate(
     """One record per (model, resolution, batch size): analytic and counted parameters
     (``params`` vs ``module_params``) and MACs (``macs`` vs ``fvcore_macs``, ``dispatch_macs``),
     whether they all agree, and the components that differ."""
-    from vitbench.counters import check_counters
-
     counters = check_counters(counters)
     records = Records()
     for target in _targets(models, resolutions):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -325,8 +326,6 @@ class Verdicts(Sequence):
     def closing_view(self) -> list[Any]:
         """What :func:`vitbench.gate.verdicts._closing_checks` reads of each row (rules, verdict,
         note, metric), one entry per kind of row rather than per row."""
-        from types import SimpleNamespace
-
         out = []
         vectorized = np.ones(self.n_configs, bool)
         vectorized[list(self.scalar)] = False

@@ -20,7 +20,9 @@ a time; counts and the failing rows come from the arrays.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,6 +35,7 @@ from vitbench.gate.array_verdicts import Fallback, Verdicts
 from vitbench.gate.matching import Group, is_missing, key_text, number
 from vitbench.gate.result import CompareResult, EnvDifference
 from vitbench.gate.rules import HEADLINE_METRICS, Rule, RuleError
+from vitbench.gate.verdicts import _closing_checks, _compare_configuration, _parse, _sort_rules, _Wanted
 
 
 def compare_tables(base: ColumnTable, cur: ColumnTable, parsed: list[Rule], explicit: bool, *, alpha: float,
@@ -51,12 +54,7 @@ def compare_files(baseline: Any, current: Any, rules: Any, *, alpha: float, allo
     record path compares them (smaller files, JSON, stores, records, or files the columnar reader
     or gate does not take). ``min_bytes``: the smallest file read on columns (None:
     :data:`vitbench.csv_columns.COLUMNAR_MIN_BYTES`)."""
-    import os
-    from pathlib import Path
-
     from vitbench import csv_columns
-    from vitbench.gate.rules import RuleError
-    from vitbench.gate.verdicts import _parse, _Wanted
 
     if not all(isinstance(s, (str, os.PathLike)) for s in (baseline, current)):
         return None
@@ -83,7 +81,7 @@ def compare_files(baseline: Any, current: Any, rules: Any, *, alpha: float, allo
                               allow_missing_metrics=allow_missing_metrics)
     except (InputFileError, RuleError, SpecError):
         raise  # the user's files or rules: the record path says the same
-    except Exception:  # noqa: BLE001 (a case the columnar gate did not foresee: the record path decides it)
+    except (ValueError, ArithmeticError):  # numbers numpy cannot compare: the record path decides it
         return None
 
 
@@ -302,7 +300,6 @@ class _Comparison:
     # ------------------------------------------------------------------ the run
 
     def result(self) -> CompareResult:  # noqa: C901 (the steps of verdicts.compare, in its order)
-        from vitbench.gate.verdicts import _closing_checks, _compare_configuration, _sort_rules
 
         active, missing, not_applicable = _sort_rules(self.parsed, self.explicit, set(self.base.table.names),
                                                       set(self.cur.table.names))

@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from vitbench.gate import verdicts
 from vitbench.gate.result import DEFAULT_ALPHA, CompareResult
 from vitbench.gate.rules import Rule
 
@@ -26,7 +27,6 @@ def compare(
 ) -> CompareResult:
     """Compare ``current`` results against ``baseline``: :func:`vitbench.gate.verdicts.compare`
     (its arguments, result and errors), two large CSV files decided on columns."""
-    from vitbench.gate import verdicts
     from vitbench.gate.columnar import compare_files
 
     verdicts._check_alpha(alpha)

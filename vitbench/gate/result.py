@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vitbench.gate.rules import Rule, is_rate, is_timing_metric
+from vitbench.results import SCHEMA_VERSION
 
 #: Significance level for timing metrics.
 DEFAULT_ALPHA = 0.05
@@ -179,8 +180,6 @@ class CompareResult:
     def as_dict(self, rows: bool = True) -> dict[str, Any]:
         """Everything as JSON-ready data; ``rows=False``: ``rows`` and ``regressions`` left empty
         (a writer that streams them)."""
-        from vitbench.results import SCHEMA_VERSION
-
         return {
             "schema_version": SCHEMA_VERSION,
             "passed": self.passed,

@@ -48,6 +48,7 @@ from vitbench.gate.rules import (
     parse_rules,
 )
 from vitbench.measure.stats import MIN_RUNS, run_shift
+from vitbench.reading import read_results
 
 #: Environment columns compared between the files (plus any other ``env_*`` column).
 ENV_COLUMNS = ("env_device_name", "env_torch", "env_cuda", "env_driver", "env_cpu", "env_threads")
@@ -60,8 +61,6 @@ def load_results(source: Any, role: str = "results", metrics: Iterable[str] = ()
     """Records of any results source (:func:`vitbench.reading.read_results`), checked to be
     vitbench results: a ``model`` column and at least one metric column (a known metric such
     as ``macs``, or one of ``metrics``, the columns rules name)."""
-    from vitbench.reading import read_results
-
     metrics = set(metrics)
     wanted = _Wanted(metrics)
     records, metadata = read_results(source, role, wanted)

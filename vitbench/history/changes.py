@@ -37,12 +37,16 @@ A change names its first commit (the first one of the new level) and the last co
 from __future__ import annotations
 
 import math
+import shlex
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from vitbench.errors import SpecError
+from vitbench.gate.matching import group, key_columns, labels, number, run_medians
 from vitbench.history.store import Commit, commits
+from vitbench.units import is_missing
 
 #: metrics looked at when none are named (those present in the history)
 DEFAULT_METRICS = ("macs", "params", "latency_p50_s", "throughput_img_s", "peak_memory_bytes", "pred_latency_s")
@@ -60,8 +64,6 @@ def is_exact(metric: str) -> bool:
 
 def carries_runs(row: dict[str, Any]) -> bool:
     """Whether ``row`` is measured: it holds runs or samples (:data:`RUN_COLUMNS`)."""
-    from vitbench.units import is_missing
-
     return any(not is_missing(row.get(k)) and row.get(k) not in ("", [], ()) for k in RUN_COLUMNS)
 
 
@@ -123,8 +125,6 @@ def bisect_command(first: str, last_good: str) -> str:
     """``git bisect start FIRST LAST_GOOD`` with both ids through :func:`shlex.quote`: pasted
     into a shell, an id is one word whatever it holds (a history written before ids were
     checked may hold ``$(...)`` or ``;``)."""
-    import shlex
-
     return shlex.join(["git", "bisect", "start", first, last_good])
 
 
@@ -135,8 +135,6 @@ def _timing(metric: str) -> bool:
 def series(rows: Sequence[dict[str, Any]], metrics: Sequence[str] | None = None) -> list[Series]:
     """One series per configuration and metric (``metrics`` default: :data:`DEFAULT_METRICS`
     present in ``rows``), points in commit order; rows whose status is not ok are left out."""
-    from vitbench.gate.matching import group, labels, number
-
     ok = [r for r in rows if r.get("status") in (None, "", "ok")]
     present = {k for r in ok for k, v in r.items() if number(v) is not None}
     if metrics:
@@ -160,8 +158,6 @@ def series(rows: Sequence[dict[str, Any]], metrics: Sequence[str] | None = None)
 def _exact(metric: str, rows: Sequence[dict[str, Any]], points: Sequence[Point]) -> bool:
     """A count, or a metric of rows that carry no runs and whose values agree within every
     commit (module docstring)."""
-    from vitbench.gate.matching import number
-
     if is_exact(metric):
         return True
     measured = any(carries_runs(r) for r in rows if number(r.get(metric)) is not None)
@@ -172,8 +168,6 @@ def check_metrics(metrics: Sequence[str], present: set[str]) -> None:
     """Each of ``metrics`` (named by the user) is a number in the history: else a
     :class:`~vitbench.errors.SpecError` naming it and the metrics there are (exit 2), not a report
     that silently holds nothing."""
-    from vitbench.errors import SpecError
-
     known = sorted(k for k in present if not k.startswith("history_") and k != "id")
     for metric in metrics:
         if metric not in known:
@@ -184,8 +178,6 @@ def check_metrics(metrics: Sequence[str], present: set[str]) -> None:
 def _keys(ok: Sequence[dict[str, Any]]) -> tuple[str, ...]:
     """The gate's configuration key without ``spec_key`` (unless it is the only one), ``model``
     first when the gate's key lacks it."""
-    from vitbench.gate.matching import key_columns
-
     keys = key_columns(ok, ok)
     keys = tuple(k for k in keys if k != "spec_key") or keys
     return keys if "model" in keys else ("model", *keys)
@@ -194,8 +186,6 @@ def _keys(ok: Sequence[dict[str, Any]]) -> tuple[str, ...]:
 def _points(rows: Sequence[dict[str, Any]], metric: str, ordered: Sequence[Commit]) -> list[Point]:
     """One configuration's points of ``metric``, one per commit that has a value, in commit
     order."""
-    from vitbench.gate.matching import number
-
     per_commit: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         if number(r.get(metric)) is not None:
@@ -215,8 +205,6 @@ def _points(rows: Sequence[dict[str, Any]], metric: str, ordered: Sequence[Commi
 def _runs(metric: str, found: Sequence[dict[str, Any]]) -> list[float]:
     """The per-run values of one commit's rows: run medians for the latency, batch over each
     run median for the throughput; none for other metrics."""
-    from vitbench.gate.matching import number, run_medians
-
     if metric == "latency_p50_s":
         return [m for r in found for m in run_medians(r)]
     if metric == "throughput_img_s":

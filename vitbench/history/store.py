@@ -31,7 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from vitbench.errors import SpecError
+from vitbench.escape import terminal_text
+from vitbench.reading import read_results
 from vitbench.results import Records
+from vitbench.store.layout import StoreBusyError
+from vitbench.store.reader import read_store
+from vitbench.store.writer import Store
 
 HISTORY_NAME = "vitbench-history"
 FINGERPRINT = "vitbench-history-1"
@@ -136,10 +141,6 @@ def add(store: str | os.PathLike, results: Any, *, commit: str | None = None, da
     store, records) to the history ``store`` under a commit: the one checked out at ``cwd``
     (default: here) unless ``commit`` is given; ``date``, ``branch``, ``message`` override git's.
     Returns what was added: commit, date, branch, entry, rows."""
-    from vitbench.reading import read_results
-    from vitbench.store.layout import StoreBusyError
-    from vitbench.store.writer import Store
-
     found = git_commit(cwd) if commit is None else None
     if commit is None and found is None:
         raise SpecError("commit", None, "not in a git checkout here: give --commit (and --date)")
@@ -153,7 +154,6 @@ def add(store: str | os.PathLike, results: Any, *, commit: str | None = None, da
         raise SpecError("results", str(results) if isinstance(results, (str, os.PathLike)) else "records", "holds no rows")
     entry = uuid.uuid4().hex[:12]
     added_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    from vitbench.escape import terminal_text
 
     # a branch or subject is shown in tables and written to CSVs: no escape sequence rides along
     meta = {"history_commit": commit_id, "history_date": when,
@@ -179,8 +179,6 @@ def add(store: str | os.PathLike, results: Any, *, commit: str | None = None, da
 
 def read(store: str | os.PathLike) -> Records:
     """Every row of the history ``store`` (rows of damaged lines skipped), in commit order."""
-    from vitbench.store.reader import read_store
-
     rows, info = read_store(store)
     if (info.get("sweep") or {}).get("name") != HISTORY_NAME:
         raise SpecError("store", str(store), "is a results store, not a history (vitbench history add makes one)")

@@ -6,6 +6,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from vitbench.measure.quiet import quiet_profile
+from vitbench.measure.timer import synchronize
+from vitbench.specs import ViTSpec
+
 #: aten op name -> kernel label; longer names first (prefixes of one another).
 KERNEL_OPS: tuple[tuple[str, str], ...] = (
     ("aten::_scaled_dot_product_flash_attention_for_cpu", "cpu_flash"),
@@ -46,14 +50,9 @@ def label(counts: Counter, sdpa_expected: bool) -> str | None:
 def detect(workload, spec) -> str | None:
     """Run one step of ``workload`` under ``torch.profiler`` and name the attention kernel
     (None for models without attention)."""
-    from vitbench.specs import ViTSpec
-
     if not isinstance(spec, ViTSpec):
         return None
     from torch.profiler import ProfilerActivity, profile
-
-    from vitbench.measure.quiet import quiet_profile
-    from vitbench.measure.timer import synchronize
 
     activities = [ProfilerActivity.CPU]
     if workload.device.startswith("cuda"):

@@ -10,9 +10,23 @@ get no prediction: they are neither refused nor planned, only measured.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from vitbench.analytic.memory import (
+    gradients_bytes,
+    memory_estimate,
+    optimizer_bytes,
+    predicted_max_batch,
+    unsupported_reason,
+    weights_bytes,
+)
+from vitbench.analytic.memory.planner import largest_batch
+from vitbench.counters.memory_trace import trace_target
+from vitbench.errors import VitbenchError
+from vitbench.measure.machine import meminfo
 from vitbench.settings import RunSettings
+from vitbench.units import binary_bytes
 
 
 def persistent_bytes(target, settings: RunSettings) -> int | None:
@@ -21,7 +35,6 @@ def persistent_bytes(target, settings: RunSettings) -> int | None:
     state (0, 4 P or 8 P). A lower bound of the peak; None when P is unknown."""
     if target.params is None:
         return None
-    from vitbench.analytic.memory import gradients_bytes, optimizer_bytes, weights_bytes
 
     held = weights_bytes(target.params)
     if settings.mode == "train":
@@ -54,8 +67,6 @@ def cuda_workspace_bytes(mode: str, hopper_or_later: bool, environ: Any = None) 
     (32 MiB, compute capability 9.0 on) or ``:4096:2:16:8`` (8 MiB + 128 KiB), 1024 KiB for
     cuBLASLt. Measured on an H100 (torch 2.11), training: 68,173,672 B beside the tensors at
     two batch sizes, this formula 68,157,440 B."""
-    import os
-
     environ = os.environ if environ is None else environ
     config = environ.get("CUBLAS_WORKSPACE_CONFIG") or CUBLAS_DEFAULT_CONFIG[bool(hopper_or_later)]
     try:
@@ -90,14 +101,13 @@ def _estimate(target, settings: RunSettings, batch_size: Any) -> Any:
     """The memory model's estimate of one step at ``batch_size`` (None without one)."""
     if target.spec is None or batch_size == "auto":
         return None
-    from vitbench.analytic.memory import memory_estimate, unsupported_reason
 
     try:
         if unsupported_reason(target.spec) is not None:
             return None
         return memory_estimate(target.spec, batch_size, settings.mode, settings.precision, settings.optimizer,
                                settings.attention)
-    except Exception:  # noqa: BLE001 - a spec the model rejects: measured without a prediction
+    except VitbenchError:  # a spec the memory model rejects (a SpecError): measured without a prediction
         return None
 
 
@@ -106,22 +116,18 @@ def planned_batch(target, settings: RunSettings, budget_bytes: int, device: str 
     the memory replay of a spec, else the step traced on fake tensors (any model, as
     ``vitbench plan`` does), so that ``--batch-size auto`` starts from the same number every
     run; None when neither covers the model (then the batch is searched for under the cap)."""
-    from vitbench.analytic.memory import predicted_max_batch
-    from vitbench.analytic.memory.planner import largest_batch
-    from vitbench.counters.memory_trace import trace_target
-
     budget_bytes = max(0, int(budget_bytes) - device_overhead_bytes(device, settings.mode))
     if target.spec is not None:
         try:
             planned = predicted_max_batch(target.spec, int(budget_bytes), settings)
-        except Exception:  # noqa: BLE001 - no plan: the batch is searched for instead
+        except VitbenchError:  # no plan (a SpecError): the batch is searched for instead
             planned = None
         if planned is not None:
             return planned
     resolved = getattr(target, "target", target)  # a measure.target.Measured wraps the Target
     try:
         return largest_batch(trace_target(resolved, settings.mode, settings.precision, settings.optimizer), int(budget_bytes))
-    except Exception:  # noqa: BLE001 - the model cannot be traced: searched for instead
+    except VitbenchError:  # the model cannot be traced (a ModelError): searched for instead
         return None
 
 
@@ -134,15 +140,12 @@ def device_memory(device: str) -> tuple[int | None, int | None]:
         index = torch.cuda.current_device() if device == "cuda" else int(device.split(":")[1])
         free, total = torch.cuda.mem_get_info(index)
         return int(total), int(free)
-    from vitbench.measure.machine import meminfo
 
     info = meminfo()
     return info.get("MemTotal"), info.get("MemAvailable")
 
 
 def _bytes(value: int) -> str:
-    from vitbench.units import binary_bytes
-
     return f"{binary_bytes(value)} ({value} B)"
 
 

@@ -11,7 +11,12 @@ import platform
 from collections.abc import Iterator
 from typing import Any
 
-from vitbench.settings import RunSettings
+from vitbench.errors import SpecError
+from vitbench.measure.machine import free_cores, nvidia_smi
+from vitbench.measure.workload import check_precision
+from vitbench.row_warnings import warning
+from vitbench.settings import RunSettings, default_threads
+from vitbench.version import __version__
 
 
 def resolve_device(device: str) -> str:
@@ -21,8 +26,6 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
-        from vitbench.errors import SpecError
-
         built = f"CUDA {torch.version.cuda}" if torch.version.cuda else "without CUDA"
         raise SpecError("device", "cuda", f"no CUDA device available (torch {torch.__version__} built {built})")
     return device
@@ -44,8 +47,6 @@ def cpu_model() -> str:
 @functools.lru_cache(maxsize=1)
 def nvidia_driver() -> str | None:
     """The NVIDIA driver version (e.g. '550.54.15') from nvidia-smi; None when unavailable."""
-    from vitbench.measure.machine import nvidia_smi
-
     out = nvidia_smi("--query-gpu=driver_version", "--format=csv,noheader") or ""
     return out.strip().splitlines()[0].strip() if out.strip() else None
 
@@ -53,8 +54,6 @@ def nvidia_driver() -> str | None:
 def environment(device: str) -> dict[str, Any]:
     """``env_*`` columns for a result measured on ``device`` ('cpu' or 'cuda[:i]')."""
     import torch
-
-    from vitbench import __version__
 
     record: dict[str, Any] = {
         "env_device_name": cpu_model(),
@@ -82,13 +81,9 @@ def environment(device: str) -> dict[str, Any]:
 def validate_settings(settings: RunSettings) -> str:
     """The device ``settings`` will run on; :class:`SpecError` if it cannot (no CUDA, fp16 on
     the CPU). Check every configuration with this before running any."""
-    from vitbench.measure.workload import check_precision
-
     device = resolve_device(settings.device)
     check_precision(device, settings.precision)
     if settings.clock == "cpu" and device.startswith("cuda"):
-        from vitbench.errors import SpecError
-
         raise SpecError("clock", "cpu", "the CPU-time clock is for --device cpu (on CUDA the CPU only launches kernels)")
     return device
 
@@ -119,9 +114,6 @@ def choose_threads(settings: RunSettings, device: str, state: dict[str, Any]) ->
     (``machine.free_cores``: affinity less the cores other processes keep busy; an
     oversubscribed intra-op pool stalls at every barrier). On CUDA the torch default is kept
     (None): the CPU only launches kernels."""
-    from vitbench.measure.machine import free_cores
-    from vitbench.settings import default_threads
-
     cpus = state.get("machine_cpus") or os.cpu_count() or 1
     if settings.threads is None and device.startswith("cuda"):
         return None, []
@@ -129,8 +121,6 @@ def choose_threads(settings: RunSettings, device: str, state: dict[str, Any]) ->
     free = free_cores(cpus, state.get("machine_busy_cores"))
     warnings = []
     if threads > free:
-        from vitbench.row_warnings import warning
-
         given = f"--threads {threads}" if settings.threads is not None else f"{threads} thread(s) (the default)"
         warnings.append(warning(
             "threads-compete",

@@ -15,6 +15,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+from vitbench.measure.roofline import bound
+from vitbench.models import build_meta
+
 #: kinds of operation reported, in display order
 KINDS = ("linear", "conv", "attention", "norm", "elementwise")
 
@@ -56,8 +59,6 @@ def forward_intensity(spec, batch_size: int, precision: str = "fp32", channels_l
     from torch.utils._pytree import tree_flatten
     from torch.utils.flop_counter import flop_registry
 
-    from vitbench.models import build_meta
-
     half = precision in ("bf16", "fp16")
     flops: dict[str, int] = defaultdict(int)
     moved: dict[str, int] = defaultdict(int)
@@ -98,8 +99,6 @@ def forward_intensity(spec, batch_size: int, precision: str = "fp32", channels_l
 def intensity_columns(per_kind: dict[str, KindIntensity], ridge: float | None) -> dict[str, Any]:
     """``arith_intensity`` (whole forward pass) and ``arith_intensity_<kind>`` (FLOP/byte), with
     ``bound`` / ``bound_<kind>`` = 'compute' | 'memory' against the ridge point when known."""
-    from vitbench.measure.roofline import bound
-
     total_flops = sum(v.flops for v in per_kind.values())
     total_bytes = sum(v.bytes for v in per_kind.values())
     overall = total_flops / total_bytes if total_bytes else None

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from typing import Any
 
+from vitbench.measure.children import preexec
 from vitbench.measure.record import failed_row
 from vitbench.settings import RunSettings
 
@@ -37,8 +38,6 @@ def request(target, settings: RunSettings, device: str) -> str:
 def run_in_worker(target, settings: RunSettings, device: str) -> dict[str, Any]:
     """Measure one run of ``target`` in a fresh process (killed with its parent); one record,
     whatever happens to it."""
-    from vitbench.measure.children import preexec
-
     env = dict(os.environ)
     env.setdefault("KINETO_LOG_LEVEL", "5")
     try:

@@ -18,6 +18,7 @@ import subprocess
 import time
 from typing import Any
 
+from vitbench.procfs import proc_fields
 from vitbench.row_warnings import warning
 
 #: seconds over which the CPU time of other processes is sampled
@@ -65,8 +66,6 @@ def governors() -> str | None:
 
 def meminfo() -> dict[str, int]:
     """/proc/meminfo in bytes: {'MemTotal': ..., 'MemAvailable': ...}; empty where unreadable."""
-    from vitbench.procfs import proc_fields
-
     return proc_fields("/proc/meminfo")
 
 
@@ -136,22 +135,30 @@ def gpu_other_processes() -> list[dict[str, Any]] | None:
     own = {os.getpid(), os.getppid()}
     try:
         import pynvml  # type: ignore[import-not-found]
-
-        pynvml.nvmlInit()
+    except ImportError:  # not installed: try nvidia-smi
+        pynvml = None
+    if pynvml is not None:
         try:
-            found = []
-            for index in range(pynvml.nvmlDeviceGetCount()):
-                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-                for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
-                    if proc.pid not in own:
-                        found.append({"pid": proc.pid, "name": None, "memory_bytes": proc.usedGpuMemory})
-            return found
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 - not installed, no driver: try nvidia-smi
-        pass
+            return _nvml_processes(pynvml, own)
+        except (OSError, pynvml.NVMLError):  # no driver, no library: try nvidia-smi
+            pass
     text = nvidia_smi("--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader,nounits")
     return None if text is None else parse_compute_apps(text, own)
+
+
+def _nvml_processes(pynvml: Any, own: set[int]) -> list[dict[str, Any]]:
+    """The compute processes NVML lists on every GPU, but ``own``."""
+    pynvml.nvmlInit()
+    try:
+        found = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                if proc.pid not in own:
+                    found.append({"pid": proc.pid, "name": None, "memory_bytes": proc.usedGpuMemory})
+        return found
+    finally:
+        pynvml.nvmlShutdown()
 
 
 def nvidia_smi(*args: str) -> str | None:

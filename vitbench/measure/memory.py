@@ -21,6 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from vitbench.errors import ModelError, SpecError, model_code
+from vitbench.measure import workload as workloads
+from vitbench.measure.env import thread_count, validate_settings
+from vitbench.measure.quiet import quiet_profile
+from vitbench.measure.timer import synchronize
 from vitbench.settings import RunSettings
 from vitbench.specs import ModelSpec
 
@@ -119,9 +124,6 @@ def summarize_timeline(states: list[dict[str, int]]) -> dict[str, Any]:
 def _profile_step(workload) -> Any:
     from torch.profiler import ProfilerActivity, profile
 
-    from vitbench.measure.quiet import quiet_profile
-    from vitbench.measure.timer import synchronize
-
     activities = [ProfilerActivity.CPU]
     if workload.device.startswith("cuda"):
         activities.append(ProfilerActivity.CUDA)
@@ -136,8 +138,6 @@ def measure_workload_memory(workload) -> dict[str, Any]:
 
     One warm-up step first (creates the optimizer state), so the measured step is a steady-state
     one. Raises on OOM like the step itself."""
-    from vitbench.measure.timer import synchronize
-
     record: dict[str, Any] = dict.fromkeys(MEMORY_COLUMNS)
     workload.run(1)
     synchronize(workload.device)
@@ -153,9 +153,10 @@ def measure_workload_memory(workload) -> dict[str, Any]:
         record["memory_method"] = "cuda_allocator"
         target = f"cuda:{torch.cuda.current_device()}"
         try:
-            summary = summarize_timeline(categorized_timeline(_profile_step(workload), target, _step_counter_ptrs(workload.optimizer)))
-        except Exception as exc:  # noqa: BLE001 - the breakdown is extra on CUDA: the allocator's peak stands
-            record["memory_breakdown_error"] = f"{exc.__class__.__name__}: {exc}"
+            with model_code():  # torch's profiler (a private API) on the model's step
+                summary = summarize_timeline(categorized_timeline(_profile_step(workload), target, _step_counter_ptrs(workload.optimizer)))
+        except ModelError as exc:  # the breakdown is extra on CUDA: the allocator's peak stands
+            record["memory_breakdown_error"] = exc.detail
             return record
         summary.pop("peak_memory_bytes")  # the allocator's own peak is authoritative on CUDA
         record.update(summary)
@@ -172,16 +173,12 @@ def peak_memory(spec: ModelSpec, settings: RunSettings | None = None) -> dict[st
 
     Builds its own model, inputs and optimizer; ``settings.batch_size`` must be an integer.
     Raises on OOM (``measure`` turns that into a ``status='oom'`` row)."""
-    from vitbench.errors import SpecError
-    from vitbench.measure.env import thread_count, validate_settings
-    from vitbench.measure.workload import build_workload
-
     settings = settings or RunSettings()
     if settings.batch_size == "auto":
         raise SpecError("batch_size", "auto", "peak_memory needs an integer batch size")
     device = validate_settings(settings)
     with thread_count(settings.threads):
-        workload = build_workload(spec, settings, settings.batch_size, device)
+        workload = workloads.build_workload(spec, settings, settings.batch_size, device)
         try:
             return measure_workload_memory(workload)
         finally:

@@ -8,6 +8,10 @@ import re
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeVar
 
+from vitbench.errors import ModelError
+from vitbench.measure.allocator import glibc
+from vitbench.procfs import proc_bytes
+
 if TYPE_CHECKING:
     from vitbench.measure.step_thread import InlineSteps, StepThread
 
@@ -25,6 +29,8 @@ def is_oom(exc: BaseException, capped: bool = False) -> bool:
     ("DefaultCPUAllocator: can't allocate memory"); with ``capped`` (the step ran under a
     memory cap) also oneDNN's "could not create a primitive", which is how an allocation
     failing inside oneDNN surfaces."""
+    if isinstance(exc, ModelError) and exc.__cause__ is not None:  # the model's build or step ran out
+        return is_oom(exc.__cause__, capped)
     if isinstance(exc, MemoryError):
         return True
     if capped and isinstance(exc, RuntimeError) and _ONEDNN_FAILURE.search(str(exc)):
@@ -40,7 +46,10 @@ def is_oom(exc: BaseException, capped: bool = False) -> bool:
 
 
 def error_text(exc: BaseException, limit: int = 300) -> str:
-    """One line naming the exception: ``OutOfMemoryError: CUDA out of memory. Tried ...``."""
+    """One line naming the exception: ``OutOfMemoryError: CUDA out of memory. Tried ...``; for a
+    :class:`~vitbench.errors.ModelError`, what the model's code raised."""
+    if isinstance(exc, ModelError) and exc.__cause__ is not None:
+        exc = exc.__cause__
     text = " ".join(str(exc).split())
     if len(text) > limit:
         text = text[: limit - 3] + "..."
@@ -59,15 +68,11 @@ def release_memory(device: str) -> None:
 
 def _vm_data_bytes() -> int | None:
     """This process's private writable memory (VmData, Linux), which RLIMIT_DATA limits."""
-    from vitbench.procfs import proc_bytes
-
     return proc_bytes("/proc/self/status", "VmData")
 
 
 def _malloc_trim() -> None:
     """Return free heap memory to the OS (glibc), so that it is not silently reused under a cap."""
-    from vitbench.measure.allocator import glibc
-
     found = glibc()
     if found is not None:
         found[0].malloc_trim(0)

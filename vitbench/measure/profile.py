@@ -19,9 +19,17 @@ import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from vitbench.measure.env import validate_settings
-from vitbench.measure.record import TABLE_COLUMNS
-from vitbench.results import Records
+from vitbench.errors import SpecError
+from vitbench.measure.budget import prediction_columns, refusal
+from vitbench.measure.env import choose_threads, validate_settings
+from vitbench.measure.machine import machine_state, state_warnings
+from vitbench.measure.record import TABLE_COLUMNS, failed_row, unique_warnings
+from vitbench.measure.runs import measure_runs, roofline_columns
+from vitbench.measure.target import measured, resolve_measured
+from vitbench.measure.workload import effective_target
+from vitbench.models.references import resolve_all as resolve_models
+from vitbench.models.target import is_module
+from vitbench.results import Records, check_output_dir
 from vitbench.settings import RunSettings, settings_fields
 
 __all__ = ["TABLE_COLUMNS", "RunSettings", "measure", "profile", "settings_grid", "validate_settings"]
@@ -35,14 +43,6 @@ def measure(model: Any, settings: RunSettings | None = None, *,
 
     Never raises for an OOM or a run-time failure (``status`` = 'oom' | 'error' | 'refused');
     raises :class:`SpecError` for settings the device cannot run."""
-    from vitbench.measure.budget import refusal
-    from vitbench.measure.env import choose_threads
-    from vitbench.measure.machine import machine_state, state_warnings
-    from vitbench.measure.record import failed_row, unique_warnings
-    from vitbench.measure.runs import measure_runs, roofline_columns
-    from vitbench.measure.target import resolve_measured
-    from vitbench.measure.workload import effective_target
-
     settings = settings or RunSettings()
     device = validate_settings(settings)
     target = effective_target(resolve_measured(model), settings)
@@ -62,7 +62,6 @@ def measure(model: Any, settings: RunSettings | None = None, *,
         roof = roofline_columns(target, run_settings, record)
         extra = roof.pop("warnings", [])
         record.update(roof)
-        from vitbench.measure.budget import prediction_columns
 
         record.update(prediction_columns(target, run_settings, record["batch_size"], record["device"]))
     used = threads or state.get("machine_cpus") or 1
@@ -79,8 +78,6 @@ def settings_grid(settings: RunSettings, **alternatives: Sequence[Any]) -> list[
     names = list(alternatives)
     unknown = [n for n in names if n not in settings_fields()]
     if unknown:
-        from vitbench.errors import SpecError
-
         raise SpecError(unknown[0], alternatives[unknown[0]], "unknown run setting")
     out = [settings.replace(**dict(zip(names, values))) for values in itertools.product(*(alternatives[n] for n in names))]
     for each in out:
@@ -119,8 +116,6 @@ def profile(
 
     >>> profile(["vit-s/16", "resnet18"], mode="train", batch_size=8)  # doctest: +SKIP
     """
-    from vitbench.models.target import is_module
-
     if isinstance(models, str) or not isinstance(models, Iterable) or is_module(models):
         models = [models]
     setting_changes, spec_overrides = split_overrides(changes)
@@ -128,11 +123,8 @@ def profile(
     lists = {k: v for k, v in setting_changes.items() if isinstance(v, (list, tuple))}
     base = (settings or RunSettings()).replace(**{k: v for k, v in setting_changes.items() if k not in lists})
     all_settings = settings_grid(base, **lists)
-    from vitbench.measure.target import measured
-    from vitbench.models.references import resolve_all as resolve_models
 
     if base.trace_dir is not None:  # before any model is resolved (a py: module imported) and measured
-        from vitbench.results import check_output_dir
 
         check_output_dir(base.trace_dir, "trace_dir")
     targets = [measured(target) for target in resolve_models(models, spec_overrides, input_size=input_size)]

@@ -6,7 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from vitbench.measure.stats import summarize
+from vitbench.results import identity_columns
+from vitbench.row_warnings import merge
 from vitbench.settings import RunSettings
+from vitbench.specs.identity import RowIdentity
 
 #: Columns of the default table view of ``vitbench profile``.
 TABLE_COLUMNS = [
@@ -19,9 +23,6 @@ def base_record(target, settings: RunSettings, device: str) -> dict[str, Any]:
     """Identity columns of a result row (the configuration, before anything is measured):
     the model (``target``: a :class:`vitbench.measure.target.Measured`), its size (``params``;
     ``macs`` of the batch's forward pass, ``macs_per_image``) and the run settings."""
-    from vitbench.results import identity_columns
-    from vitbench.specs.identity import RowIdentity
-
     spec = target.spec
     identity = RowIdentity.of(target, settings.batch_size)
     return {
@@ -66,8 +67,6 @@ def failed_row(target, settings: RunSettings, device: str, status: str, error: s
 def timing_columns(samples: Sequence[float], batch_size: int) -> dict[str, Any]:
     """Summaries of per-step times (seconds): ``latency_p50_s`` is the median of ``samples``
     and ``throughput_img_s = batch_size / latency_p50_s``."""
-    from vitbench.measure.stats import summarize
-
     s = summarize(samples)
     return {
         "throughput_img_s": batch_size / s.median,
@@ -85,6 +84,4 @@ def timing_columns(samples: Sequence[float], batch_size: int) -> dict[str, Any]:
 def unique_warnings(*lists: Sequence[Any] | None) -> list[dict[str, str]]:
     """Warnings of several lists as one list, each once, in order of first appearance (the
     ``warnings`` column: ``{"code", "message", "advice"}`` objects, :mod:`vitbench.row_warnings`)."""
-    from vitbench.row_warnings import merge
-
     return merge(*lists)

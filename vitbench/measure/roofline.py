@@ -8,6 +8,7 @@ PyTorch step actually runs at: fp32 = FP32 CUDA cores (TF32 tensor cores when
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 TRAIN_FLOPS_FACTOR = 3
@@ -59,8 +60,6 @@ def lookup_device(device_name: str | None) -> DevicePeak | None:
 
 def _word_in(needle: str, text: str) -> bool:
     """Substring match that keeps 'l4' from matching inside e.g. 'rtx a4000 l40s'."""
-    import re
-
     return re.search(rf"(?<![a-z0-9]){re.escape(needle)}(?![0-9])", text) is not None
 
 

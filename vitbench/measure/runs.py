@@ -27,6 +27,14 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
+from vitbench.errors import ModelError, model_code
+from vitbench.measure.intensity import forward_intensity, intensity_columns
+from vitbench.measure.isolate import run_in_worker
+from vitbench.measure.record import timing_columns, unique_warnings
+from vitbench.measure.roofline import peak_precision_key, roofline, step_flops
+from vitbench.measure.single import measure_run
+from vitbench.measure.stability import run_cv, time_sharing_warnings, timing_warnings
+from vitbench.row_warnings import merge, warning
 from vitbench.settings import RunSettings
 
 
@@ -40,12 +48,8 @@ def measure_runs(target, settings: RunSettings, device: str,
                  on_run: Callable[[int], None] | None = None) -> dict[str, Any]:
     """``settings.runs`` runs of ``target``, pooled (see the module docstring). ``on_run(index)``
     is called as run ``index`` (0-based) starts."""
-    from vitbench.measure.isolate import run_in_worker
-    from vitbench.measure.single import measure_run
-
     in_worker = settings.in_worker and target.portable
     records: list[dict[str, Any]] = []
-    from vitbench.row_warnings import merge, warning
 
     warnings: list[dict[str, str]] = []
     if settings.in_worker and not target.portable:
@@ -79,9 +83,6 @@ def measure_runs(target, settings: RunSettings, device: str,
 def pool(records: list[dict[str, Any]], settings: RunSettings) -> dict[str, Any]:
     """One row from the records of several runs of one configuration (the first run's identity,
     memory and trace columns; timing pooled). A failed first run is the row."""
-    from vitbench.measure.record import timing_columns, unique_warnings
-    from vitbench.measure.stability import run_cv, time_sharing_warnings, timing_warnings
-
     first = dict(records[0])
     first["runs_requested"] = settings.runs
     if first.get("status") != "ok":
@@ -135,16 +136,13 @@ def _tf32_enabled() -> bool:
 
     try:
         return torch.get_float32_matmul_precision() != "highest"
-    except Exception:  # noqa: BLE001 - pragma: no cover - API drift
+    except AttributeError:  # pragma: no cover - API drift
         return bool(torch.backends.cuda.matmul.allow_tf32)
 
 
 def roofline_columns(target, settings: RunSettings, record: dict[str, Any]) -> dict[str, Any]:
     """Achieved FLOP/s and MFU at the row's median step time, and the arithmetic intensity per
     kind of operation (FLOPs = 2 x MACs per forward pass, x3 for a training step)."""
-    from vitbench.measure.intensity import forward_intensity, intensity_columns
-    from vitbench.measure.roofline import peak_precision_key, roofline, step_flops
-
     macs, median = record.get("macs"), record.get("latency_p50_s")
     if macs is None or not median:
         return {}
@@ -167,11 +165,11 @@ def roofline_columns(target, settings: RunSettings, record: dict[str, Any]) -> d
     if target.spec is None:
         return out
     try:
-        per_kind = forward_intensity(target.spec, record["batch_size"], settings.precision, settings.channels_last)
-    except Exception as exc:  # noqa: BLE001 - context, not the measurement: never lose the row over it
-        from vitbench.row_warnings import warning
+        with model_code():  # torch's operators and their FLOP formulas on the model
+            per_kind = forward_intensity(target.spec, record["batch_size"], settings.precision, settings.channels_last)
+    except ModelError as exc:  # context, not the measurement: never lose the row over it
 
-        out["warnings"] = [warning("intensity-failed", f"arithmetic intensity failed: {exc.__class__.__name__}: {exc}")]
+        out["warnings"] = [warning("intensity-failed", f"arithmetic intensity failed: {exc.detail}")]
         return out
     out.update(intensity_columns(per_kind, roof.ridge))
     return out

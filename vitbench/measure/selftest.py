@@ -12,12 +12,22 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from vitbench.settings import RunSettings
+from vitbench.analytic import params
+from vitbench.analytic.memory import plan
+from vitbench.errors import ModelError, model_code
+from vitbench.measure.budget import device_overhead_bytes
+from vitbench.measure.env import environment, resolve_device
+from vitbench.measure.machine import machine_state
+from vitbench.measure.memory import peak_memory
+from vitbench.measure.profile import measure
+from vitbench.measure.single import step_down
+from vitbench.models import build_model
+from vitbench.settings import SELFTEST_CHECKS, RunSettings
 from vitbench.specs import ViTSpec
 
 #: a ViT small enough that every check takes about a second on a laptop CPU
 TINY_VIT = ViTSpec(name="selftest-vit", img_size=32, patch_size=8, embed_dim=64, depth=2, num_heads=2, num_classes=10)
-CHECKS = ("environment", "timing", "attention-kernel", "peak-memory", "oom", "batch-size-auto", "trace", "isolate")
+CHECKS = SELFTEST_CHECKS
 
 
 @dataclass(frozen=True)
@@ -48,14 +58,11 @@ def _ok(record: dict) -> None:
 
 
 def check_environment(device: str) -> str:
-    from vitbench.measure.env import environment
-
     env = environment(device)
     missing = [k for k in ("env_device_name", "env_torch", "env_threads", "vitbench_version") if not env.get(k)]
     _require(not missing, f"missing {', '.join(missing)}")
     if device.startswith("cuda"):
         _require(bool(env.get("env_cuda")), "no CUDA version recorded")
-    from vitbench.measure.machine import machine_state
 
     state = machine_state(device)
     _require(state["machine_cpus"] >= 1, "no CPU count")
@@ -65,8 +72,6 @@ def check_environment(device: str) -> str:
 
 
 def check_timing(device: str) -> str:
-    from vitbench.measure.profile import measure
-
     r = measure(TINY_VIT, _base(device))
     _ok(r)
     _require(r["n_samples"] >= 5 and len(r["samples_s"]) == r["n_samples"], "too few samples")
@@ -77,8 +82,6 @@ def check_timing(device: str) -> str:
 
 
 def check_attention_kernel(device: str) -> str:
-    from vitbench.measure.profile import measure
-
     sdpa = measure(TINY_VIT, _base(device, min_run_time_s=0.05))
     _ok(sdpa)
     _require(sdpa["attention_kernel"] not in (None, "unknown", "explicit"), f"SDPA kernel not seen ({sdpa['attention_kernel']})")
@@ -89,12 +92,8 @@ def check_attention_kernel(device: str) -> str:
 
 
 def check_peak_memory(device: str) -> str:
-    from vitbench.analytic import params
-    from vitbench.measure.memory import peak_memory
-
     r = peak_memory(TINY_VIT, _base(device, mode="train", memory=True))
     p = params(TINY_VIT)
-    from vitbench.models import build_model
 
     # fp32 AdamW: weights, exp_avg and exp_avg_sq = 3 copies of 4-byte parameters, exactly (they
     # exist before the profiled step: their sizes are the tensors')
@@ -114,8 +113,6 @@ def check_peak_memory(device: str) -> str:
 
 
 def check_oom(device: str) -> str:
-    from vitbench.measure.profile import measure
-
     # Far more than the cap: on CUDA set_per_process_memory_fraction, on the CPU RLIMIT_DATA.
     # The memory model refuses it before running; with the check off it runs and fails.
     settings = _base(device, mode="train", batch_size=16384, memory_limit_bytes=64 * 2**20)
@@ -129,15 +126,10 @@ def check_oom(device: str) -> str:
 
 
 def check_auto(device: str) -> str:
-    from vitbench.analytic.memory import plan
-    from vitbench.measure.profile import measure
-    from vitbench.measure.single import step_down
-
     # CUDA's caching allocator reserves 20 MiB segments for mid-sized tensors: a roomier cap
     cap = (128 if device.startswith("cuda") else 16) * 2**20
     r = measure(TINY_VIT, _base(device, mode="train", batch_size="auto", memory_limit_bytes=cap, min_run_time_s=0.05))
     _ok(r)
-    from vitbench.measure.budget import device_overhead_bytes
 
     # the plan fills the cap less cuBLAS's workspaces on CUDA (measure.budget.cuda_workspace_bytes)
     batch, planned = r["batch_size"], plan(TINY_VIT, cap - device_overhead_bytes(device, "train"), "train")
@@ -148,8 +140,6 @@ def check_auto(device: str) -> str:
 
 
 def check_trace(device: str) -> str:
-    from vitbench.measure.profile import measure
-
     with tempfile.TemporaryDirectory(prefix="vitbench-trace-") as tmp:
         r = measure(TINY_VIT, _base(device, min_run_time_s=0.05, trace_dir=tmp))
         _ok(r)
@@ -169,8 +159,6 @@ def check_trace(device: str) -> str:
 
 
 def check_isolate(device: str) -> str:
-    from vitbench.measure.profile import measure
-
     r = measure(TINY_VIT, _base(device, min_run_time_s=0.05, runs=2))
     _ok(r)
     _require(r.get("isolate") is True and r["runs"] == 2 and len(r["run_medians_s"]) == 2, "no records from two worker processes")
@@ -192,15 +180,14 @@ _FUNCTIONS: dict[str, Callable[[str], str]] = {
 
 def run_checks(device: str = "auto", only: tuple[str, ...] | None = None) -> Iterator[CheckResult]:
     """Yield one :class:`CheckResult` per check as it finishes."""
-    from vitbench.measure.env import resolve_device
-
     device = resolve_device(device)
     for name in only or CHECKS:
         start = time.perf_counter()
         try:
-            detail, passed = _FUNCTIONS[name](device), True
+            with model_code():  # torch, the device, the machine: their error is the path failing
+                detail, passed = _FUNCTIONS[name](device), True
         except CheckFailed as exc:
             detail, passed = str(exc), False
-        except Exception as exc:  # noqa: BLE001 - a crash in a path is that path failing
-            detail, passed = f"{exc.__class__.__name__}: {exc}", False
+        except ModelError as exc:  # a crash in a path is that path failing (vitbench's own bug is raised)
+            detail, passed = exc.detail, False
         yield CheckResult(name, passed, detail, time.perf_counter() - start)

@@ -21,7 +21,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from vitbench.errors import VitbenchError
+from vitbench.errors import ModelError, VitbenchError, model_code
+from vitbench.measure import attention_kernel, memory, timer, trace
+from vitbench.measure import workload as workloads
+from vitbench.measure.allocator import apply_allocator
+from vitbench.measure.autobatch import find_max_batch
+from vitbench.measure.budget import auto_budget, planned_batch
+from vitbench.measure.env import environment, thread_count
+from vitbench.measure.oom import MemoryCap, error_text, is_oom, release_memory
+from vitbench.measure.record import base_record, timing_columns
+from vitbench.measure.step_thread import step_runner
+from vitbench.measure.target import Measured
+from vitbench.measure.timer import synchronize
+from vitbench.measure.workload import effective_target
+from vitbench.models.target import Target
+from vitbench.procfs import proc_bytes
 from vitbench.row_warnings import warning
 from vitbench.settings import RunSettings
 
@@ -82,16 +96,11 @@ def start_runtime(device: str, settings: RunSettings) -> None:
     import torch
     import torch.profiler  # noqa: F401
 
-    from vitbench.measure import attention_kernel, memory, trace  # noqa: F401
-    from vitbench.measure.target import Measured
-    from vitbench.measure.workload import build_workload
-    from vitbench.models.target import Target
-
     torch.randn(1 << 16).exp_().sum()  # large enough to run on the intra-op pool
     module = _warm_up_module()
     warm = Target("warm-up", "module", (3, 8, 8), build=lambda: module, module=module)
     target = Measured(warm, None, None, None, 10)
-    workload = build_workload(target, settings.replace(compile=False, attention=None), 2, device)
+    workload = workloads.build_workload(target, settings.replace(compile=False, attention=None), 2, device)
     try:
         workload.run(3)
     finally:
@@ -112,12 +121,6 @@ def measure_batch(target, settings: RunSettings, device: str, batch: int, cap) -
     kernel, measure peak memory (always, when capped) and trace: a failure in one of those
     passes is a warning, not a lost row. Raises :class:`PeakOverLimit` when the measured peak
     exceeds the cap. Returns (columns, warnings)."""
-    from vitbench.measure import attention_kernel, memory, trace
-    from vitbench.measure.oom import error_text, release_memory
-    from vitbench.measure.record import timing_columns
-    from vitbench.measure.timer import time_steps
-    from vitbench.measure.workload import build_workload
-
     out: dict[str, Any] = {}
     warnings: list[dict[str, str]] = []
     workload = None
@@ -125,17 +128,18 @@ def measure_batch(target, settings: RunSettings, device: str, batch: int, cap) -
     def optional(what: str, fn):
         failed = None
         try:
-            return fn()
-        except Exception as exc:  # noqa: BLE001 - an optional pass that fails is a warning on the row
+            with model_code():  # a pass over the user's model: its kernels, its memory, a trace
+                return fn()
+        except VitbenchError as exc:  # the pass failed (the model's code, torch, the trace folder): a warning on the row
             failed = error_text(exc)
         warnings.append(warning("pass-failed", f"{what} failed: {failed}"))
         release_memory(device)
         return None
 
     def build_and_time():
-        built = build_workload(target, settings, batch, device)
+        built = workloads.build_workload(target, settings, batch, device)
         try:
-            return built, time_steps(
+            return built, timer.time_steps(
                 built.run, device, min_run_time_s=settings.min_run_time_s,
                 warmup=settings.warmup, min_samples=settings.min_samples,
             )
@@ -188,12 +192,8 @@ def clock_samples(timing, clock: str) -> list[float]:
 def _fits(target, settings: RunSettings, device: str, cap):
     """``fits(batch)``: two training steps (the second with the optimizer state the first
     created), or one forward pass, run under ``cap`` without running out of memory."""
-    from vitbench.measure.oom import is_oom
-    from vitbench.measure.timer import synchronize
-    from vitbench.measure.workload import build_workload
-
     def probe(batch: int) -> None:
-        workload = build_workload(target, settings, batch, device)
+        workload = workloads.build_workload(target, settings, batch, device)
         try:
             workload.run(2 if settings.mode == "train" else 1)
             synchronize(device)
@@ -204,7 +204,7 @@ def _fits(target, settings: RunSettings, device: str, cap):
         failed = False
         try:
             cap.run(lambda: probe(batch))
-        except Exception as exc:
+        except (MemoryError, RuntimeError, ModelError) as exc:  # what is_oom can call out of memory
             if not is_oom(exc, capped=cap.limit_bytes is not None):
                 raise
             failed = True
@@ -218,12 +218,10 @@ def _fits(target, settings: RunSettings, device: str, cap):
 def _measure_or_none(target, settings, device, batch, cap):
     """(measure_batch's result, None, None) or, when it ran out of memory (under the cap) or
     its measured peak exceeded the limit, (None, the peak or None, the error's text)."""
-    from vitbench.measure.oom import error_text, is_oom
-
     result, peak, reason = None, None, None
     try:
         result = measure_batch(target, settings, device, batch, cap)
-    except Exception as exc:
+    except (MemoryError, RuntimeError, ModelError) as exc:  # what is_oom can call out of memory
         if not is_oom(exc, capped=cap.limit_bytes is not None):
             raise
         peak, reason = getattr(exc, "peak", None), error_text(exc, limit=160)
@@ -238,9 +236,6 @@ def measure_auto(target, settings: RunSettings, device: str, cap, budget: int | 
     ``auto_probes`` (the search's [batch, fits] under the cap, in order; empty after a plan) and
     ``auto_attempts`` (the [batch, fits] measured, in order) of ``record``. Raises MemoryError
     when not even one image fits."""
-    from vitbench.measure.autobatch import find_max_batch
-    from vitbench.measure.budget import planned_batch
-
     warnings: list[dict[str, str]] = []
     planned = planned_batch(target, settings, budget, device) if budget is not None else None
     record["batch_size_plan"] = planned
@@ -291,14 +286,6 @@ def measure_run(target, settings: RunSettings, device: str) -> dict[str, Any]:
     """One run of one configuration in this process: one flat record with the raw samples
     (``samples_s``) and the memory columns; summaries across runs are added by
     :mod:`vitbench.measure.runs`. Never raises for an OOM or a run-time failure."""
-    from vitbench.measure.allocator import apply_allocator
-    from vitbench.measure.budget import auto_budget
-    from vitbench.measure.env import environment, thread_count
-    from vitbench.measure.oom import MemoryCap, error_text, is_oom, release_memory
-    from vitbench.measure.record import base_record
-    from vitbench.measure.step_thread import step_runner
-    from vitbench.measure.workload import effective_target
-
     target = effective_target(target, settings)
     record = base_record(target, settings, device)
     warnings: list[dict[str, str]] = []
@@ -307,30 +294,33 @@ def measure_run(target, settings: RunSettings, device: str) -> dict[str, Any]:
     steps = None
     with thread_count(settings.threads):
         try:
-            record["env_malloc"] = apply_allocator(settings.allocator)
-            will_cap = settings.memory_limit_bytes is not None or settings.batch_size == "auto"
-            steps = step_runner(device, will_cap, warm=lambda: start_runtime(device, settings))
-            budget = None
-            if settings.batch_size == "auto":
-                budget, source = auto_budget(settings, device)
-                record["memory_budget_bytes"], record["memory_budget_source"] = budget, source
-            cap = MemoryCap(device, _cap_bytes(settings, budget), steps=steps)
-            capped = cap.limit_bytes is not None
-            record.update(environment(device))
-            if settings.batch_size == "auto":
-                batch, columns, pass_warnings = measure_auto(target, settings, device, cap, budget, record)
-                record["batch_size"], record["batch_size_auto"] = batch, True
-                if target.macs is not None:
-                    record["macs"] = target.macs * batch
-            else:
-                columns, pass_warnings = measure_batch(target, settings, device, settings.batch_size, cap)
-            record.update(columns)
-            warnings.extend(pass_warnings)
-            record["status"] = "ok"
-        except VitbenchError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a failed configuration is a result row, never lost
+            with model_code():  # the user's model, built and run for real
+                record["env_malloc"] = apply_allocator(settings.allocator)
+                will_cap = settings.memory_limit_bytes is not None or settings.batch_size == "auto"
+                steps = step_runner(device, will_cap, warm=lambda: start_runtime(device, settings))
+                budget = None
+                if settings.batch_size == "auto":
+                    budget, source = auto_budget(settings, device)
+                    record["memory_budget_bytes"], record["memory_budget_source"] = budget, source
+                cap = MemoryCap(device, _cap_bytes(settings, budget), steps=steps)
+                capped = cap.limit_bytes is not None
+                record.update(environment(device))
+                if settings.batch_size == "auto":
+                    batch, columns, pass_warnings = measure_auto(target, settings, device, cap, budget, record)
+                    record["batch_size"], record["batch_size_auto"] = batch, True
+                    if target.macs is not None:
+                        record["macs"] = target.macs * batch
+                else:
+                    columns, pass_warnings = measure_batch(target, settings, device, settings.batch_size, cap)
+                record.update(columns)
+                warnings.extend(pass_warnings)
+                record["status"] = "ok"
+        # a configuration whose model fails (built, run for real: its code, torch, the device) is
+        # a result row, never lost; vitbench's own bug is raised (exit 3)
+        except ModelError as exc:
             failure = ("oom" if is_oom(exc, capped) else "error", error_text(exc))
+        except MemoryError as exc:  # out of host memory, or the measured peak over the limit
+            failure = ("oom", error_text(exc))
         finally:
             if steps is not None:
                 steps.close()
@@ -346,6 +336,4 @@ def peak_rss() -> int | None:
     """The process's peak resident memory (VmHWM, Linux), beside ``peak_memory_bytes`` (the
     tensors' peak, what --memory-limit is checked against): the interpreter, torch's libraries,
     oneDNN's primitives and the allocator's cache on top. None where /proc has no such line."""
-    from vitbench.procfs import proc_bytes
-
     return proc_bytes("/proc/self/status", "VmHWM")

@@ -8,6 +8,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from vitbench.row_warnings import warning
+
 #: Spread (CV or IQR / median) above which a measurement is flagged as unstable.
 UNSTABLE_SPREAD = 0.10
 
@@ -77,7 +79,6 @@ def stability_warning(
     spread = max(stats.cv, stats.relative_iqr)
     if spread <= threshold:
         return None
-    from vitbench.row_warnings import warning
 
     hint = "rerun with --threads N (fewer than the cores)" if threads is None else "rerun"
     return warning(

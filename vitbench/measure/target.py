@@ -11,10 +11,18 @@ the module itself). A live module cannot: it is measured in the calling process.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from vitbench.specs import spec_from_dict, spec_key, spec_to_dict
+from vitbench import analytic
+from vitbench.counters import count
+from vitbench.errors import ModelError, VitbenchError, model_code
+from vitbench.models import build_meta, build_model
+from vitbench.models.inputs import main_output
+from vitbench.models.references import resolve
+from vitbench.row_warnings import warning
+from vitbench.specs import format_overrides, spec_from_dict, spec_key, spec_to_dict
 
 
 @dataclass(frozen=True)
@@ -34,8 +42,6 @@ class Measured:
     @property
     def overrides(self) -> str | None:
         """The overrides applied to the model, as the command line takes them (None if none)."""
-        from vitbench.specs import format_overrides
-
         return format_overrides(dict(self.target.overrides)) if self.target.overrides else None
 
     @property
@@ -70,8 +76,6 @@ class Measured:
 
     def build(self) -> Any:
         """A fresh ``nn.Module`` (random weights, training mode) on the current default device."""
-        from vitbench.models import build_model
-
         return build_model(self.spec if self.target.source == "spec" else self.target)
 
     def to_request(self) -> dict[str, Any]:
@@ -88,14 +92,14 @@ class Measured:
     def with_spec(self, spec) -> Measured:
         """The same model built from another spec (the run's attention path applied); only for
         vitbench's own models (a preset or a spec), whose module the spec builds."""
-        from vitbench.models.references import resolve
-
         if self.target.source not in ("preset", "spec"):
             raise TypeError(f"a {self.target.source} model is built by its library, not from a spec")
         return replace(self, target=replace(resolve(spec), overrides=self.target.overrides))
 
 
 def _reason(exc: BaseException) -> str:
+    if isinstance(exc, ModelError) and exc.__cause__ is not None:  # what the model's code raised
+        exc = exc.__cause__
     return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:200]
 
 
@@ -103,32 +107,25 @@ def _counted(target) -> tuple[int | None, int | None, int | None, tuple[dict[str
     """(parameters, MACs per image, output classes, notes) counted on the meta device; None for
     what cannot be counted, and a note saying so (the row still runs)."""
     params = macs = classes = None
-    from vitbench.row_warnings import warning
 
     notes: list[dict[str, str]] = []
     try:
-        from vitbench.counters import count
-
         counted = count(target, 1, ("dispatch",))
         params, macs = counted.get("module_params"), counted.get("dispatch_macs")
-    except Exception as exc:  # noqa: BLE001 - the row still runs, without a size
+    except VitbenchError as exc:  # refused or the model's code failed: the row still runs, without a size
         notes.append(warning("not-counted", f"parameters and MACs could not be counted ({_reason(exc)}): the row has no "
                              "params, macs, flops_per_s or mfu", "`vitbench analyze` on the model shows the cause"))
     try:
         import torch
 
-        from vitbench.models import build_meta
-        from vitbench.models.inputs import main_output
-
-        module = build_meta(target) if target.module is None else None
-        if module is None:
-            import copy
-
-            module = copy.deepcopy(target.module).to("meta")
-        with torch.no_grad():
-            out = main_output(module.eval()(torch.empty(1, *target.input_size, device="meta")))
+        with model_code():  # the model's code, on the meta device
+            module = build_meta(target) if target.module is None else None
+            if module is None:
+                module = copy.deepcopy(target.module).to("meta")
+            with torch.no_grad():
+                out = main_output(module.eval()(torch.empty(1, *target.input_size, device="meta")))
         classes = int(out.shape[-1]) if out.dim() == 2 else None
-    except Exception as exc:  # noqa: BLE001 - the row still runs, with the mean-square loss
+    except VitbenchError as exc:  # the model's code cannot run on meta: the row still runs, with the mean-square loss
         notes.append(warning("output-width-unknown", f"the output width could not be found on the meta device ({_reason(exc)}): a "
                              "training step uses the mean-square loss of the output instead of cross-entropy"))
     return params, macs, classes, tuple(notes)
@@ -136,14 +133,10 @@ def _counted(target) -> tuple[int | None, int | None, int | None, tuple[dict[str
 
 def measured(target) -> Measured:
     """A resolved Target -> :class:`Measured` (analytic size from the spec, else counted)."""
-    if target.spec is not None:
-        try:
-            from vitbench.analytic import complexity
+    if target.spec is not None:  # every spec kind has its formulas
 
-            result = complexity(target.spec, 1)
-            return Measured(target, result.params, result.macs, "analytic", target.spec.num_classes)
-        except Exception:  # noqa: BLE001 - a family without formulas: count it
-            pass
+        result = analytic.complexity(target.spec, 1)
+        return Measured(target, result.params, result.macs, "analytic", target.spec.num_classes)
     params, macs, classes, notes = _counted(target)
     return Measured(target, params, macs, "dispatch" if macs is not None else None, classes, notes)
 
@@ -152,15 +145,12 @@ def resolve_measured(model: Any) -> Measured:
     """A preset name, reference, spec, Target, live module (or a Measured) -> Measured."""
     if isinstance(model, Measured):
         return model
-    from vitbench.models.references import resolve
 
     return measured(resolve(model))
 
 
 def from_request(request: dict[str, Any]) -> Measured:
     """The worker side of :meth:`Measured.to_request`."""
-    from vitbench.models.references import resolve
-
     if "reference" in request:
         target = resolve(request["reference"], input_size=tuple(request["input_size"]))
     else:

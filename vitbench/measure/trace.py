@@ -9,6 +9,9 @@ import re
 import socket
 from pathlib import Path
 
+from vitbench.measure.quiet import quiet_profile, quiet_step
+from vitbench.measure.timer import synchronize
+
 #: profiler schedule: skip one step, warm up one, record two
 WAIT, WARMUP, ACTIVE = 1, 1, 2
 
@@ -27,9 +30,6 @@ def write_trace(workload, trace_dir: str | os.PathLike, name: str) -> list[str]:
     """Profile ``WAIT + WARMUP + ACTIVE`` steps of ``workload`` into ``trace_dir/name`` and return
     the trace files written (``<worker>.<timestamp>.pt.trace.json``)."""
     from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
-
-    from vitbench.measure.quiet import quiet_profile, quiet_step
-    from vitbench.measure.timer import synchronize
 
     run_dir = Path(trace_dir) / name
     run_dir.mkdir(parents=True, exist_ok=True)

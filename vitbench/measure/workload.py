@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vitbench.errors import SpecError
+from vitbench.measure.target import resolve_measured
 from vitbench.models.step import autocast_dtype, make_optimizer, step_loss
 from vitbench.settings import RunSettings
 from vitbench.specs import ModelSpec, ViTSpec, with_overrides
@@ -64,8 +65,6 @@ def build_workload(target, settings: RunSettings, batch_size: int, device: str) 
     """Model, random inputs and labels on ``device``; ``run(n)`` performs n steps. ``target``:
     a :class:`vitbench.measure.target.Measured` (or anything that resolves to one)."""
     import torch
-
-    from vitbench.measure.target import resolve_measured
 
     check_precision(device, settings.precision)
     target = effective_target(resolve_measured(target), settings)

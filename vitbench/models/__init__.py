@@ -5,9 +5,13 @@ initialisation. References (``torchvision:``, ``timm:``, ``hf:``, ``py:``) resol
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
+from vitbench.models import materialize
+from vitbench.models.materialize import materialize_parameters
 from vitbench.models.own import build_spec
+from vitbench.models.references import resolve
 from vitbench.specs import SPEC_TYPES, ModelSpec
 
 __all__ = ["build_meta", "build_model", "build_spec", "build_uninitialized"]
@@ -23,15 +27,11 @@ def build_model(model: ModelSpec | Target | str | nn.Module, device: Any = None)
     random initial weights (never downloaded), training mode, on ``device`` (default: the
     current default device). A live module (a Target made from one) is returned as it is,
     moved to ``device`` when one is given."""
-    import contextlib
-
     import torch
 
     if isinstance(model, tuple(SPEC_TYPES.values())):
         build = lambda: build_spec(model)  # noqa: E731
     else:
-        from vitbench.models.references import resolve
-
         target = resolve(model)
         if target.module is not None:
             return target.module.to(device) if device is not None else target.module
@@ -47,27 +47,22 @@ def build_meta(model: ModelSpec | Target | str) -> nn.Module:
     if isinstance(model, tuple(SPEC_TYPES.values())):
         with torch.device("meta"):  # no storage: initialisers cost nothing
             return build_spec(model)
-    from vitbench.models.materialize import light_build
-    from vitbench.models.references import resolve
 
     target = resolve(model)
     if target.module is not None:
         raise TypeError("a live module is already built")
     # constructors that compute with tensors (RegNet's widths) cannot run entirely on meta
-    return light_build(target.build).to("meta")
+    return materialize.light_build(target.build).to("meta")
 
 
 def build_uninitialized(model: ModelSpec | Target | str, device: str = "cpu") -> nn.Module:
     """The module on ``device`` with zero-filled parameters (no initialiser runs), for tracers that need
     real tensors (fvcore) without paying for weight initialisation. Buffers hold their real
     values (relative-position indices, RoPE tables), computed as the constructor computes them."""
-    from vitbench.models.materialize import light_build, materialize_parameters
-
     if isinstance(model, tuple(SPEC_TYPES.values())):
-        return materialize_parameters(light_build(lambda: build_spec(model)), device)
-    from vitbench.models.references import resolve
+        return materialize_parameters(materialize.light_build(lambda: build_spec(model)), device)
 
     target = resolve(model)
     if target.module is not None:
         raise TypeError("a live module is already built")
-    return materialize_parameters(light_build(target.build), device)
+    return materialize_parameters(materialize.light_build(target.build), device)

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from vitbench.analytic import params
+from vitbench.models import derive_hier, derive_vit
+from vitbench.models.derive_hf import hf_spec
 from vitbench.specs import ModelSpec, ResNetSpec
 
 Derived = tuple[ModelSpec | None, str | None]
@@ -51,7 +54,6 @@ def derive_spec(module: Any, *, source: str, img_size: tuple[int, int] | None = 
     if img_size is not None and tuple(img_size) != spec.img_size:
         built = "x".join(map(str, spec.img_size))
         return None, f"the module is built for {built} px, not the {img_size[0]}x{img_size[1]} it is counted at"
-    from vitbench.analytic import params
 
     counted = sum(p.numel() for p in module.parameters())
     if params(spec) != counted:
@@ -64,16 +66,10 @@ def _derive(module: Any, source: str, img_size: tuple[int, int] | None) -> Deriv
     if source == "torchvision" and kind == "ResNet":
         return _torchvision_resnet(module, img_size)
     if (source, kind) in _HIERARCHICAL:
-        from vitbench.models import derive_hier
-
         return getattr(derive_hier, _HIERARCHICAL[source, kind])(module, img_size)
     if (source, kind) in _VITS:
-        from vitbench.models import derive_vit
-
         return derive_vit.derive(_VITS[source, kind], module)
     if source == "hf":
-        from vitbench.models.derive_hf import hf_spec
-
         return hf_spec(module, img_size)
     return None, f"no analytic formula for {source} {kind}"
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from vitbench.analytic import params
+from vitbench.models.derive_hier import _stage_windows
 from vitbench.models.derive_vit import Refused, _bias, _derive, _finish, _is_norm, _name
 
 
@@ -194,8 +196,6 @@ def _siglip(model: Any, img_size) -> Any:
 
 # --- Swin -------------------------------------------------------------------------------------
 def _swin(model: Any, img_size) -> Any:
-    from vitbench.models.derive_hier import _stage_windows
-
     swin = getattr(model, "swin", model)
     config, emb = model.config, swin.embeddings
     conv = emb.patch_embeddings.projection
@@ -226,7 +226,6 @@ def _swin(model: Any, img_size) -> Any:
     spec = _stage_windows(spec_fields, [(b.window_size, b.window_size) for b in first], clamps=True)
     if isinstance(spec, str):
         raise Refused(spec)
-    from vitbench.analytic import params
 
     if params(spec) != _count(model):
         raise Refused(f"hf {_name(model)} has parameters the analytic Swin does not describe")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vitbench.errors import SpecError
 from vitbench.specs import ConvNeXtSpec, SwinSpec
 
 Derived = tuple[Any, "str | None"]
@@ -48,7 +49,7 @@ def _stage_windows(spec_kwargs: dict[str, Any], windows: list[tuple[int, int]], 
     for clamp in (clamps, not clamps):
         try:
             spec = SwinSpec(window_size=target, window_clamp=clamp, **spec_kwargs)
-        except Exception as exc:  # noqa: BLE001 - an invalid combination is a reason, not a crash
+        except SpecError as exc:  # an invalid combination is a reason, not a crash
             return f"Swin layout is not a valid spec ({exc})"
         if all(spec.stage_window(i) == tuple(w) for i, w in enumerate(windows)):
             return spec

@@ -19,6 +19,8 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from vitbench.errors import ModelError, foreign_call, model_code
+
 if TYPE_CHECKING:
     from torch import nn
 
@@ -37,7 +39,7 @@ def parameters_on_meta() -> Iterator[None]:
             kind = type(param)
             extra = dict(param.__dict__)  # e.g. timm/hf attributes set on parameters
             extra["requires_grad"] = param.requires_grad
-            module._parameters[name] = kind(param.to("meta"), **extra)
+            module._parameters[name] = foreign_call(kind, param.to("meta"), **extra)  # the model's class
 
     nn.Module.register_parameter = register  # type: ignore[method-assign]
     try:
@@ -55,11 +57,9 @@ def light_build(factory: Callable[[], Any]) -> nn.Module:
     import torch
 
     try:
-        with parameters_on_meta(), torch.device("cpu"):
+        with parameters_on_meta(), torch.device("cpu"), model_code():
             return factory()
-    except (KeyboardInterrupt, SystemExit, MemoryError):
-        raise
-    except Exception:  # noqa: BLE001 - retried below without meta parameters
+    except ModelError:  # the constructor cannot run with meta parameters: retried below
         pass
     with torch.device("cpu"):
         return factory()

@@ -23,8 +23,14 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from vitbench.errors import SpecError, UnknownModelError
+from vitbench.models import sources
+from vitbench.models.derive import derive_spec
+from vitbench.models.inputs import library_of, module_input_size
+from vitbench.models.own import build_spec
+from vitbench.models.sources.py_factory import check_reference
 from vitbench.models.target import SOURCES, Target, input_size_of, is_module
-from vitbench.specs import SPEC_TYPES, ModelSpec, spec_fields, with_overrides
+from vitbench.presets import PRESETS, get_preset
+from vitbench.specs import SPEC_TYPES, ModelSpec, override_combinations, spec_fields, with_overrides
 from vitbench.specs.model_ref import REFERENCE_SOURCES, ModelRef, model_ref, parse_value
 
 
@@ -56,8 +62,6 @@ def _suggest_namespace(name: str) -> list[str]:
 
 
 def _preset_target(name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]) -> Target:
-    from vitbench.presets import PRESETS, get_preset
-
     try:
         preset = get_preset(name)
     except UnknownModelError as exc:
@@ -70,8 +74,6 @@ def _preset_target(name: str, kwargs: dict[str, Any], overrides: dict[str, Any],
 def _spec_target(
     name: str, source: str, spec: ModelSpec, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]
 ) -> Target:
-    from vitbench.models.own import build_spec
-
     known = spec_fields(type(spec))
     for key in kwargs:
         if key not in known:
@@ -94,9 +96,6 @@ def _spec_target(
 def _module_target(module: Any, input_size: Any, overrides: dict[str, Any], used: set[str]) -> Target:
     """A live nn.Module: counted as it is; its input size from ``input_size``, the --img-size
     override, or the module's own metadata."""
-    from vitbench.models.derive import derive_spec
-    from vitbench.models.inputs import library_of, module_input_size
-
     size = overrides.get("img_size")
     if size is not None:
         used.add("img_size")
@@ -174,7 +173,6 @@ def resolve_ref(ref: ModelRef, overrides: dict[str, Any], input_size: Any, used:
     """A parsed reference (preset or namespace) -> Target; see :func:`resolve`."""
     if ref.is_preset:
         return _fixed_size(_preset_target(ref.name, ref.spec_args(), overrides, used), input_size)
-    from vitbench.models import sources
 
     kwargs, reference = ref.typed_args(), ref.reference
     if input_size is None:
@@ -195,8 +193,6 @@ def overrides_taken(model: str | ModelRef, overrides: Mapping[str, Any]) -> set[
     without calling a ``py:`` factory or building the model, except a timm model: only its class
     tells, and only an instance shows it, so it is built once on the meta device.
     The reference itself is checked (unknown names, downloads) as ``resolve`` checks it."""
-    from vitbench.models import sources
-
     ref = model_ref(model)
     if ref.is_preset:
         raise SpecError("model", ref.text, "is a preset, not a reference")
@@ -219,8 +215,6 @@ def _is_py(model: Any) -> bool:
 def check_py(model: ModelRef) -> None:
     """A ``py:`` reference checked from its text and the file system (syntax, the file exists,
     the allow-list of :mod:`vitbench.models.sources.py_contract`), nothing imported."""
-    from vitbench.models.sources.py_factory import check_reference
-
     check_reference(model.reference, model.name, model.typed_args())
 
 
@@ -243,7 +237,6 @@ def resolve_one(model: Any, overrides: dict[str, Any], combinations: list[dict[s
     """One model (parsed: a :class:`ModelRef`, spec, Target or module): a Target per
     combination (``combinations``: :func:`~vitbench.specs.override_combinations` of
     ``overrides``) of the list-valued overrides that apply to it, and the names that applied."""
-    from vitbench.specs import override_combinations
 
     applied: set[str] = set()
     first = resolve(model, combinations[0], input_size=input_size, used=applied)
@@ -262,7 +255,6 @@ def resolve_all(models: Iterable[Any], overrides: Mapping[str, Any] | None = Non
     reference is checked without being imported (:func:`check_py`) and every other model is
     resolved (library code); then the ``py:`` references are imported and built. ``one``: what
     resolves each model (default :func:`resolve_one`, with its arguments), e.g. a cache in front of it."""
-    from vitbench.specs import override_combinations
 
     one = one or resolve_one
     overrides = dict(overrides or {})

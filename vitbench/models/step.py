@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from vitbench.models.inputs import main_output
+
 #: precision -> autocast dtype (the name in torch); fp32 runs without autocast
 AUTOCAST_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
 
@@ -33,8 +35,6 @@ def step_loss(output, targets):
     """Cross-entropy for class scores (batch, classes); for any other output (an encoder's
     hidden states) the mean square, so that backward reaches every parameter."""
     import torch.nn.functional as F
-
-    from vitbench.models.inputs import main_output
 
     output = getattr(output, "logits", output)
     output = main_output(output)

@@ -6,11 +6,13 @@ downloads, and a small cache of light-built modules. ``Target`` itself is a torc
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from vitbench.errors import SpecError
+from vitbench.models import materialize
 from vitbench.specs.target import EXTRAS, SOURCES, Target, input_size_of, is_module, reference_value
 
 
@@ -26,8 +28,6 @@ def unknown(reference: str, what: str, choices: Iterable[str], prefix: str = "",
 
 def require(source: str, reference: str):
     """Import the optional library behind a namespace, or one line naming the extra to install."""
-    import importlib
-
     package, extra = EXTRAS[source]
     try:
         return importlib.import_module(package)
@@ -50,9 +50,8 @@ def light_module(key: Any, build: Callable[[], Any]) -> Any:
     if key in _LIGHT:
         _LIGHT.move_to_end(key)
         return _LIGHT[key]
-    from vitbench.models.materialize import light_build
 
-    module = light_build(build)
+    module = materialize.light_build(build)
     return remember(key, module.eval() if is_module(module) else module)
 
 

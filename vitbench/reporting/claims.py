@@ -9,6 +9,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from vitbench.claims import summary
+from vitbench.documents import DOCUMENTS, number_of, where
+from vitbench.escape import markdown_text
 from vitbench.reporting.format import render
 
 REPORT_COMMAND = "vitbench audit --write reports/claims.md"
@@ -45,8 +47,6 @@ _VERDICTS = (
 def short_source(record: dict[str, Any]) -> str:
     """'chapter § Parameter Efficiency': the document by its short name (the report's
     introduction gives each one's title and file) and the heading its quote is under."""
-    from vitbench.documents import where
-
     return where(record["file"], record.get("section"), record.get("quote"))
 
 
@@ -83,8 +83,6 @@ def summary_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _introduction(records: Sequence[dict[str, Any]], catalogue: str) -> list[str]:
-    from vitbench.documents import DOCUMENTS, number_of
-
     docs: dict[str, int] = {}
     for r in records:
         docs[number_of(r["file"])] = docs.get(number_of(r["file"]), 0) + 1
@@ -136,6 +134,5 @@ def render_markdown(records: Sequence[dict[str, Any]], catalogue: str = "vitbenc
     other = [r for r in records if r["verdict"] in _UNCHECKED]
     if other:
         lines += ["", "## Not checked here", "", *_bullets(other, with_quote=False)]
-    from vitbench.escape import markdown_text
 
     return markdown_text("\n".join(lines) + "\n")  # a --catalogue file's quotes: no live HTML or link

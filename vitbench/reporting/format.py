@@ -18,7 +18,9 @@ from collections.abc import Sequence
 from typing import Any, Union
 
 from vitbench.errors import SpecError
+from vitbench.escape import markdown_cell, table_cell
 from vitbench.reporting import marks
+from vitbench.results import csv_text, to_json
 from vitbench.units import binary_bytes, seconds, si
 
 FORMATS = ("table", "csv", "json", "markdown")
@@ -108,8 +110,6 @@ def markdown_escape(text: object) -> str:
     """A markdown table cell: the one markdown escaper, :func:`vitbench.escape.markdown_cell`
     (pipes, backslashes, backticks and brackets escaped, ``& < >`` as entities, a line break a
     space, control characters gone): no live HTML or link from a model name."""
-    from vitbench.escape import markdown_cell
-
     return markdown_cell(text)
 
 
@@ -157,11 +157,8 @@ def render(
     cols = columns_of(records, columns)
     keys = [k for k, _ in cols]
     if fmt == "json":
-        from vitbench.results import to_json
-
         return to_json([{k: _jsonable(r.get(k)) for k in keys} for r in records])
     if fmt == "csv":  # the one cell encoder: the same text as the store's export and Records.to_csv
-        from vitbench.results import csv_text
 
         return csv_text(records, keys)
     from tabulate import tabulate
@@ -172,7 +169,6 @@ def render(
         rows = [[markdown_escape(c) for c in row] for row in rows]
         headers = [markdown_escape(h) for h in headers]
         return tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True)
-    from vitbench.escape import table_cell
 
     # one line per cell: a line break in a value (a device name) would read as a row of its own
     rows = [[table_cell(c) for c in row] for row in rows]

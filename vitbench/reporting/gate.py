@@ -11,10 +11,12 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from vitbench.escape import markdown_text, terminal_text
 from vitbench.gate.result import TEST_NAME, CompareResult
 from vitbench.gate.rules import is_rate
 from vitbench.reporting.format import humanize, markdown_escape, si
 from vitbench.reporting.format import render as render_records
+from vitbench.results import csv_text
 
 #: Markdown tables longer than this are folded into a <details> block (failures are listed
 #: above it in full).
@@ -203,7 +205,6 @@ def render_junit(result: CompareResult) -> str:
         ET.SubElement(properties, "property", name=name, value=value)
     suite.extend(cases)
     ET.indent(suites)
-    from vitbench.escape import terminal_text
 
     # XML 1.0 allows no control character but tab and line breaks, no surrogate and neither
     # U+FFFE nor U+FFFF: a model name's ESC or U+FFFE would make the file unreadable to every CI system
@@ -263,8 +264,6 @@ def _csv_chunks(result: CompareResult) -> Iterator[str]:
     """The CSV report in chunks. Its columns are every comparison's (the fields, then the key
     columns), named once; a chunk holding a carriage return in a cell ends its rows with ``\r\n``
     as :func:`vitbench.results.csv_text` does a whole file."""
-    from vitbench.results import csv_text
-
     columns = None
     for block in _blocks(result.rows):
         flat = [_flat(row) for row in block]
@@ -330,7 +329,6 @@ def render(result: CompareResult, fmt: str = "table") -> str:
         out += ["", f"<sub>Matched on {', '.join(result.key_columns)}. Timing regressions need the "
                 f"threshold exceeded and p < {result.alpha:g} ({TEST_NAME}; at least 2 runs a side, "
                 "else the threshold alone decides).</sub>"]
-        from vitbench.escape import markdown_text
 
         return markdown_text("\n".join(out) + "\n")  # no live HTML or link from a model name
     out = [body, "", summary]

@@ -12,7 +12,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from vitbench.errors import OutputFileError
+from vitbench.escape import markdown_text as safe_markdown
+from vitbench.history.changes import bisect_command, series
+from vitbench.history.changes import changes as find_changes
+from vitbench.history.store import commits
+from vitbench.reporting.format import humanize
+from vitbench.reporting.html import document
 from vitbench.reporting.html import text as markdown_escape
+from vitbench.reporting.plots import _pyplot, plain_texts, quiet
+from vitbench.results import atomic_write_text, check_output_dir, write_csv
 from vitbench.units import binary_bytes, seconds
 
 #: plots drawn at most (series with a change first); the rest are listed
@@ -35,8 +44,6 @@ def tick(metric: str, value: float) -> str:
     """An axis tick of ``metric`` in vitbench's units (the report layer's
     :func:`~vitbench.reporting.format.humanize`: K/M/G for counts, ms/us for seconds, KiB/MiB/GiB
     for bytes), never a ``1e8`` offset."""
-    from vitbench.reporting.format import humanize
-
     return str(humanize(metric, value))
 
 
@@ -44,8 +51,6 @@ def trend_figure(one: Any, changes: Sequence[Any]):
     """The figure of one series: the median per commit, the runs' min-max band where the runs
     differ (none for exact counts and predicted values), each change a dashed line at its first
     commit; the value axis in vitbench's units (:func:`tick`)."""
-    from vitbench.reporting.plots import _pyplot
-
     plt = _pyplot()
     xs = list(range(len(one.points)))
     fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(xs) + 2), 3.6))
@@ -84,8 +89,6 @@ def _draw(ax, one: Any, changes: Sequence[Any]) -> None:
 
 def plot_series(one: Any, changes: Sequence[Any], path: Path) -> None:
     """:func:`trend_figure` of one series, saved as a PNG at ``path``."""
-    from vitbench.reporting.plots import _pyplot, plain_texts, quiet
-
     plt = _pyplot()
     fig = trend_figure(one, changes)
     try:
@@ -102,10 +105,6 @@ def write_report(out: str | Path, rows: Sequence[dict[str, Any]], metrics: Seque
     """Write the trend report of history ``rows`` into ``out``; returns paths and the changes. A
     folder that cannot be made or written (a file there, a read-only store, a full disk) is one
     :class:`~vitbench.errors.OutputFileError` naming ``out`` (exit 2), checked before any work."""
-    from vitbench.errors import OutputFileError
-    from vitbench.history.changes import series
-    from vitbench.results import check_output_dir
-
     out = check_output_dir(out, "out")
     all_series = series(rows, metrics)  # an unknown --metric is refused before anything is written
     try:
@@ -127,11 +126,6 @@ def _code(text: str) -> str:
 
 def _write(out: Path, rows: Sequence[dict[str, Any]], all_series: Sequence[Any], metrics: Sequence[str] | None,
            alpha: float, min_change: float, title: str) -> dict[str, Any]:
-    from vitbench.history.changes import bisect_command
-    from vitbench.history.changes import changes as find_changes
-    from vitbench.history.store import commits
-    from vitbench.results import atomic_write_text, write_csv
-
     ordered = commits(rows)
     found = find_changes(rows, metrics, alpha, min_change)
     by_series: dict[tuple[str, str], list[Any]] = {}
@@ -172,8 +166,6 @@ def _write(out: Path, rows: Sequence[dict[str, Any]], all_series: Sequence[Any],
     if len(ranked) > MAX_PLOTS:
         lines += [f"{len(ranked) - MAX_PLOTS} more series without a change are not drawn (changes.csv and the history "
                   "hold their numbers).", ""]
-    from vitbench.escape import markdown_text as safe_markdown
-    from vitbench.reporting.html import document
 
     markdown_text = safe_markdown("\n".join(lines) + "\n")  # no live HTML or link from a commit message
     atomic_write_text(out / "report.md", markdown_text)

@@ -16,7 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vitbench.escape import MARKDOWN_TAGS
+from vitbench import input_files
+from vitbench.escape import MARKDOWN_TAGS, markdown_cell
+from vitbench.input_files import read_input_bytes, read_input_text
+from vitbench.reporting.format import cells, columns_of
+from vitbench.results import atomic_write_text
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; color: #1b1f24; }
@@ -34,8 +38,6 @@ def text(value: object) -> str:
     """User text for a markdown table cell or line that becomes HTML: the one markdown escaper,
     :func:`vitbench.escape.markdown_cell` (``<`` and an entity's ``&`` as entities: no tag; brackets,
     pipes and backslashes escaped: no link; ``javascript:`` inert)."""
-    from vitbench.escape import markdown_cell
-
     return markdown_cell(value)
 
 
@@ -64,8 +66,6 @@ def table(records: Sequence[dict[str, Any]], columns: Sequence[Any] | None = Non
     """An HTML ``<table>`` of ``records`` with humanised, escaped cells. More than ``max_rows``
     rows: the first 20 and the last 10, with a row saying how many are hidden between them.
     Without ``columns``, prediction rows show their answer first (:func:`answer_first`)."""
-    from vitbench.reporting.format import cells, columns_of
-
     rows = list(records)
     cols = columns_of(rows, columns) if columns else answer_first(columns_of(rows))
     shown: list[tuple[int, dict[str, Any]]] = list(enumerate(rows))
@@ -120,9 +120,7 @@ def _embed(match: re.Match, base: Path) -> str:
 
 def _read(path: Path) -> bytes:
     """A file the page embeds, through the one gate of every file read (a regular file, capped)."""
-    from vitbench.input_files import MAX_RESULTS_BYTES, read_input_bytes
-
-    return read_input_bytes(path, f"file={str(path)!r}", max_bytes=MAX_RESULTS_BYTES)
+    return read_input_bytes(path, f"file={str(path)!r}", max_bytes=input_files.MAX_RESULTS_BYTES)
 
 
 def _link(match: re.Match, base: Path) -> str:
@@ -173,12 +171,9 @@ def document(markdown_text: str, base: str | Path, title: str) -> str:
 def write(markdown_path: str | Path, title: str | None = None) -> Path:
     """Write ``report.html`` (the same name, ``.html``) beside the markdown file ``markdown_path``:
     one self-contained page, its images and tables embedded. ``title``: the first heading's text."""
-    from vitbench.results import atomic_write_text
-
     source = Path(markdown_path)
-    from vitbench.input_files import MAX_RESULTS_BYTES, read_input_text
 
-    text_md = read_input_text(source, f"file={str(source)!r}", max_bytes=MAX_RESULTS_BYTES)
+    text_md = read_input_text(source, f"file={str(source)!r}", max_bytes=input_files.MAX_RESULTS_BYTES)
     if title is None:
         heading = re.search(r"^#\s+(.+)$", text_md, re.MULTILINE)
         title = heading.group(1).strip() if heading else source.stem

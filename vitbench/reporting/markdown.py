@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from vitbench.escape import markdown_text
 from vitbench.reporting.format import si
 
 
@@ -50,6 +51,4 @@ class Document:
         """The document, made safe whatever user text its blocks quote
         (:func:`vitbench.escape.markdown_text`: no raw HTML but ``<sub>`` and the like, no
         ``javascript:`` link)."""
-        from vitbench.escape import markdown_text
-
         return markdown_text("\n\n".join(self.blocks) + "\n")

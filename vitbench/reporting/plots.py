@@ -7,11 +7,14 @@ exact counts, memory is bytes shown in MiB (2^20 bytes), throughput is images pe
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from vitbench.escape import terminal_text
 
 MIB = 2**20
 _MARKERS = "osD^v<>ph*X"
@@ -70,8 +73,6 @@ def plain_texts(fig) -> None:
     matplotlib writes as mathtext on log axes, are still empty."""
     from matplotlib.text import Text
 
-    from vitbench.escape import terminal_text
-
     for text in fig.findobj(Text):
         value = text.get_text()
         if value:
@@ -83,8 +84,6 @@ def quiet() -> Iterator[None]:
     """Drawing without matplotlib's warnings on stderr: a glyph no font has (a model name's
     character is drawn as a box), a log axis of no positive value, a layout that does not fit
     are the figure's business, never a stray line in the command's output."""
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vitbench.errors import SpecError
+from vitbench.reporting.format import humanize
 
 #: x columns tried in order when none is given: the first whose values differ between rows
 X_CHOICES = ("img_size", "batch_size", "patch_size", "depth")
@@ -53,8 +54,6 @@ def plot_records(records: Sequence[dict[str, Any]], x: str | None = None, y: str
                  by: str | None = "model", ax: Any = None) -> Any:
     """Draw ``y`` against ``x``, one line (with markers) per value of ``by``; the Axes."""
     from matplotlib.ticker import FuncFormatter
-
-    from vitbench.reporting.format import humanize
 
     rows = list(records)
     if not rows:

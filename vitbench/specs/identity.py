@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from vitbench.specs import spec_key
 from vitbench.specs.target import Target, img_size_cell
 
 
@@ -27,8 +28,6 @@ class RowIdentity:
     def of(cls, model: Any, batch_size: int | str | None) -> RowIdentity:
         """The identity of ``model`` (a :class:`~vitbench.specs.target.Target`, or anything with
         a ``target`` attribute holding one, such as a measured target; or a spec) at ``batch_size``."""
-        from vitbench.specs import spec_key
-
         target = getattr(model, "target", model)
         if isinstance(target, Target):
             spec = target.spec

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from vitbench.results import csv_text
 from vitbench.store.atomic import write_atomic
 from vitbench.store.layout import CSV_NAME, FILE_MODE, PARQUET_NAME, ROWS_NAME, StoreError
 from vitbench.store.reader import read_definition, read_store, stored_ids, stream_latest
@@ -60,8 +61,6 @@ def export_store(source: str | os.PathLike, out: str | os.PathLike, formats: Seq
 
 def _streamed_csv(directory: Path, info: dict[str, Any], chunk: int = 10_000) -> Iterator[bytes]:
     """The CSV of a store's rows.jsonl, a chunk of rows at a time (memory flat in the rows)."""
-    from vitbench.results import csv_text
-
     columns, rows, _ = stream_latest(directory / ROWS_NAME, single_definition=len(info.get("fingerprints") or []) <= 1)
     if not columns:
         return
@@ -82,8 +81,6 @@ def _csv_chunk(text: str, header: bool) -> bytes:
 def csv_bytes(records: Sequence[dict[str, Any]], chunk: int = 10_000) -> bytes:
     """Records as CSV (:func:`vitbench.results.csv_text`: exact integers, lists as JSON text),
     a chunk of rows at a time; columns in first-seen order."""
-    from vitbench.results import csv_text
-
     if not records:
         return b""
     columns = list(dict.fromkeys(key for row in records for key in row))

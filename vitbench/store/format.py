@@ -12,7 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from vitbench import input_files
 from vitbench.input_files import MAX_SIZELESS_BYTES, WOULD_BLOCK, loads_bounded
+from vitbench.store.layout import StoreError
 
 CRC_KEY = "_crc32"
 _TAIL = len(f',"{CRC_KEY}":"') + 8 + 2  # ,"_crc32":"xxxxxxxx"}
@@ -66,19 +68,16 @@ def scan(path: Path, decode: Any = None) -> Iterator[tuple[int, int, bytes, dict
     line over :data:`~vitbench.input_files.MAX_ROW_LINE_BYTES` (its first bytes as the raw line).
     The file passes the one gate first (:func:`~vitbench.input_files.open_input`): a FIFO, a
     device or a folder is refused (StoreError) without blocking and without reading forever."""
-    from vitbench.input_files import MAX_ROW_LINE_BYTES, open_input
-    from vitbench.store.layout import StoreError
-
     decode = decode or decode_record
     offset = 0
     where = f"file={str(path)!r}"
-    with open_input(path, where, StoreError) as handle:
+    with input_files.open_input(path, where, StoreError) as handle:
         sizeless = os.fstat(handle.fileno()).st_size == 0
         number = 0
-        while line := _readline(handle, where, sizeless, offset, MAX_ROW_LINE_BYTES + 1):
+        while line := _readline(handle, where, sizeless, offset, input_files.MAX_ROW_LINE_BYTES + 1):
             number += 1
             length = len(line)
-            if length > MAX_ROW_LINE_BYTES and not line.endswith(b"\n"):  # overlong: damaged, skipped whole
+            if length > input_files.MAX_ROW_LINE_BYTES and not line.endswith(b"\n"):  # overlong: damaged, skipped whole
                 _check_sized(where, sizeless, offset + length)  # (no skipping through a pseudo-file's gigabytes)
                 length += _skip_line(handle)
                 yield number, offset, line, None
@@ -93,8 +92,6 @@ def scan(path: Path, decode: Any = None) -> Iterator[tuple[int, int, bytes, dict
 def _check_sized(where: str, sizeless: bool, offset: int) -> None:
     """StoreError when a file that reported size 0 has yielded over MAX_SIZELESS_BYTES."""
     if sizeless and offset > MAX_SIZELESS_BYTES:
-        from vitbench.store.layout import StoreError
-
         raise StoreError(f"{where}: cannot be read (it reports no size yet yields over {MAX_SIZELESS_BYTES:,} bytes: "
                          "not a file's contents)")
 
@@ -111,8 +108,6 @@ def _readline(handle: Any, where: str, sizeless: bool, offset: int, limit: int) 
         if not line:
             os.read(handle.fileno(), 1)  # at the end of a regular file: b""; a would-block file raises
     except OSError as exc:
-        from vitbench.store.layout import StoreError
-
         why = WOULD_BLOCK if isinstance(exc, BlockingIOError) else f"cannot be read ({exc.strerror or type(exc).__name__})"
         raise StoreError(f"{where}: {why}") from None
     return line

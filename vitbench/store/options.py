@@ -7,7 +7,9 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
+from vitbench.store.export import check_formats
 from vitbench.store.layout import DEFAULT_SYNC_EVERY, DEFAULT_SYNC_INTERVAL_S
+from vitbench.store.writer import Store, check_sync
 
 
 @dataclass(frozen=True)
@@ -35,16 +37,11 @@ class StoreOptions:
 
     def check(self) -> None:
         """Refuse, before anything runs, an export format or an fsync policy that makes no sense."""
-        from vitbench.store.export import check_formats
-        from vitbench.store.writer import check_sync
-
         check_formats(self.export)
         check_sync(self.sync, self.sync_interval_s, self.sync_every)
 
     def open(self, directory: str | os.PathLike, sweep: dict[str, Any]) -> Any:
         """The :class:`~vitbench.store.writer.Store` at ``directory``, opened as these options say."""
-        from vitbench.store.writer import Store
-
         return Store.open(
             directory, sweep=sweep, resume=self.resume, force=self.force, allow_foreign=self.allow_foreign,
             sync=self.sync, sync_interval_s=self.sync_interval_s, sync_every=self.sync_every,

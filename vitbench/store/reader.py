@@ -9,8 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from vitbench.input_files import MAX_ROW_LINE_BYTES, open_input
-from vitbench.results import Records
+from vitbench import input_files
+from vitbench.errors import shown
+from vitbench.input_files import MAX_DEFINITION_BYTES, MAX_ROW_LINE_BYTES, load_json, open_input, read_input_bytes
+from vitbench.results import Records, read_csv_records
 from vitbench.store.format import CRC_KEY, decode_record, scan
 from vitbench.store.layout import (
     CSV_NAME,
@@ -24,8 +26,6 @@ from vitbench.store.layout import (
 
 def read_definition(directory: Path) -> dict[str, Any]:
     """The store's sweep.json, its schema version and member types checked; {} when there is none."""
-    from vitbench.input_files import MAX_DEFINITION_BYTES, load_json, read_input_bytes
-
     path = directory / DEFINITION_NAME
     try:
         os.stat(path)
@@ -95,8 +95,6 @@ SWEEP_TYPES = (
 
 
 def _short(value: Any) -> str:
-    from vitbench.errors import shown
-
     return shown(value, 80)
 
 
@@ -240,15 +238,11 @@ def read_store(path: str | os.PathLike) -> tuple[Records, dict[str, Any]]:
 
 
 def _read_legacy(path: Path) -> tuple[Records, dict[str, Any]]:
-    from vitbench.results import read_csv_records
-
     records = read_csv_records(path / CSV_NAME)
     sidecar: dict[str, Any] = {}
     if (path / LEGACY_SIDECAR).exists():
-        from vitbench.input_files import MAX_RESULTS_BYTES, load_json, read_input_bytes
-
         where = f"file={str(path / LEGACY_SIDECAR)!r}"
-        sidecar = load_json(read_input_bytes(path / LEGACY_SIDECAR, where, max_bytes=MAX_RESULTS_BYTES, error=StoreError),
+        sidecar = load_json(read_input_bytes(path / LEGACY_SIDECAR, where, max_bytes=input_files.MAX_RESULTS_BYTES, error=StoreError),
                             where, max_depth=None, allow_nan=True, error=StoreError)
         if not isinstance(sidecar, dict):
             raise StoreError(f"file={str(path / LEGACY_SIDECAR)!r}: not a results JSON (top level is not an object)")

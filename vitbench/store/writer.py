@@ -49,6 +49,7 @@ import os
 import stat
 import time
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,6 @@ from vitbench.store.reader import read_definition
 
 def now_iso() -> str:
     """UTC time with microseconds: distinct for rows written in quick succession."""
-    from datetime import datetime, timezone
-
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vitbench.errors import SpecError
+from vitbench.models.references import overrides_taken, resolve
 from vitbench.settings import RunSettings
 from vitbench.specs import format_overrides, key_data, omitted_from_key, parse_field_value, spec_fields
 from vitbench.specs.model_ref import ModelRef, model_ref
@@ -100,16 +101,12 @@ class Config:
 
 @functools.lru_cache(maxsize=512)
 def _base(ref: ModelRef) -> Any:
-    from vitbench.models.references import resolve
-
     return resolve(ref)
 
 
 def build_config(model: str | ModelRef, overrides: tuple[tuple[str, Any], ...]) -> tuple[Any, str | None]:
     """(Target, None) or (None, reason) for a model (text, or parsed once: the grid's
     :class:`ModelRef`) with grid overrides."""
-    from vitbench.models.references import resolve
-
     try:
         ref = model_ref(model)
         return (resolve(ref, dict(overrides)) if overrides else _base(ref)), None
@@ -163,8 +160,6 @@ def _reference_takes(model: ModelRef, overrides: dict[str, Any]) -> set[str]:
     """The grid fields a reference applies (they make its configurations distinct): from its
     signature or config (a ``py:`` factory is not called; timm builds on meta); every field
     when the reference is invalid (its rows say why)."""
-    from vitbench.models.references import overrides_taken
-
     try:
         return overrides_taken(model, overrides)
     except SpecError:
@@ -353,8 +348,6 @@ def _is_hex(text: str) -> bool:
 def study_sizes(plan: SweepPlan) -> dict[str, int]:
     """Configurations of each study before de-duplication (products of the axes' sizes), for
     weighting per-row estimates; no configuration is enumerated."""
-    import math
-
     out: dict[str, int] = {}
     for study in plan.studies:
         rows = len(study.batch_sizes) * (len(study.modes) * len(study.precisions) if study.per_step else 1)

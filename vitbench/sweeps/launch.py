@@ -14,7 +14,9 @@ from typing import Any
 from vitbench.settings import COUNTERS, LAUNCHERS
 from vitbench.store.layout import DEFAULT_SYNC_EVERY, DEFAULT_SYNC_INTERVAL_S
 from vitbench.store.options import StoreOptions
+from vitbench.sweeps import launchers
 from vitbench.sweeps.grid import parse_shard
+from vitbench.sweeps.launchers import ArrayOptions, visible_gpus
 from vitbench.sweeps.plan import SweepPlan
 from vitbench.sweeps.run import SweepResult, default_out, execute, resolve_plan
 from vitbench.sweeps.schema import SweepFileError
@@ -73,16 +75,12 @@ def sweep(
         sync=sync, sync_interval_s=sync_interval_s, sync_every=sync_every,
     )
     if launcher == "submitit":
-        from vitbench.sweeps.launchers import ArrayOptions, run_submitit
-
-        return run_submitit(plan, directory, options=options, array=ArrayOptions(**dict(launcher_options or {})), yes=yes)
+        return launchers.run_submitit(plan, directory, options=options, array=ArrayOptions(**dict(launcher_options or {})), yes=yes)
     compute = None
     if launcher == "gpus":
-        from vitbench.sweeps.launchers import run_gpus, visible_gpus
-
         visible_gpus((launcher_options or {}).get("gpus"))  # checked before the store is touched
 
-        compute = functools.partial(run_gpus, **dict(launcher_options or {}))
+        compute = functools.partial(launchers.run_gpus, **dict(launcher_options or {}))
     return execute(
         plan, directory, shard=shard_t, options=options, yes=yes, compute=compute, on_start=on_start, on_row=on_row,
         on_calibrate=on_calibrate,

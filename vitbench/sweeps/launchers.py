@@ -17,20 +17,25 @@ times) continues where it stopped; when all are done their stores are merged int
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import queue
 import shutil
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vitbench.errors import VitbenchError
+from vitbench.errors import VitbenchError, model_code
+from vitbench.measure.children import die_with_parent
 from vitbench.store.layout import ROWS_NAME
 from vitbench.store.options import StoreOptions
+from vitbench.store.reader import read_store
 from vitbench.sweeps.grid import Config, check_valid, tally
+from vitbench.sweeps.merging import merge
 from vitbench.sweeps.plan import SweepPlan
 from vitbench.sweeps.run import SweepResult, confirm_size, execute, run_local, sweep_meta
 
@@ -66,8 +71,6 @@ def gpu_worker(device: str, tasks: Any, results: Any) -> None:
     """A worker process: rows of the configurations it takes from ``tasks`` until None. It was
     started with CUDA_VISIBLE_DEVICES=device (set before the interpreter, so before CUDA starts);
     each row records the value the process started with."""
-    from vitbench.measure.children import die_with_parent
-
     die_with_parent()
     pinned = os.environ.get("CUDA_VISIBLE_DEVICES")
     if pinned != device:
@@ -361,13 +364,17 @@ def _open_top_store(plan: SweepPlan, directory: Path, grid_size: int, options: S
 def _submit_array(executor: Any, task: ShardJob, directory: Path, existed: bool) -> dict[int, Any]:
     """Submit one job per shard (index -> job); a refused array removes the folder it created."""
     indexes = list(range(1, task.count + 1))
+    def refused(exc: Exception) -> LaunchInputError:
+        reason = " ".join(str(exc).split())[-300:]
+        return LaunchInputError(f"--launcher submitit: the cluster refused the job array ({reason}); nothing was run")
+
     try:
-        return dict(zip(indexes, executor.map_array(task, indexes)))
-    except Exception as exc:  # noqa: BLE001 - sbatch refused the array (submitit raises several kinds): nothing ran
+        with model_code(refused):  # sbatch refused the array (submitit raises several kinds): nothing ran
+            return dict(zip(indexes, executor.map_array(task, indexes)))
+    except LaunchInputError:
         if not existed:
             shutil.rmtree(directory, ignore_errors=True)
-        reason = " ".join(str(exc).split())[-300:]
-        raise LaunchInputError(f"--launcher submitit: the cluster refused the job array ({reason}); nothing was run") from None
+        raise
 
 
 def _submitted_only(plan: SweepPlan, directory: Path, grid_size: int, task: ShardJob, submitted: dict[int, Any]) -> SweepResult:
@@ -423,11 +430,6 @@ def _merge_jobs(
 ) -> SweepResult:
     """Merge the job stores into ``directory``; jobs that failed for good raise LaunchError once
     the rows they saved are merged."""
-    from collections import Counter
-
-    from vitbench.store.reader import read_store
-    from vitbench.sweeps.merging import merge
-
     stores = [task.store_dir(i) for i in range(1, task.count + 1) if (task.store_dir(i) / ROWS_NAME).exists()]
     merged = merge(stores, directory, force=True, export=options.export) if stores else None
     if failed:
@@ -454,8 +456,6 @@ def _uses_slurm(cluster: str | None) -> bool:
 def _quiet_sacct_warnings() -> None:
     """submitit warns on every poll when sacct fails (a cluster with no accounting database);
     the launcher reads job states with scontrol instead, so the warning says nothing useful."""
-    import logging
-
     logger = logging.getLogger("submitit")
     if not any(getattr(f, "vitbench", False) for f in logger.filters):
         class NoSacct(logging.Filter):
@@ -470,9 +470,10 @@ def _quiet_sacct_warnings() -> None:
 def _job_error(job: Any) -> Any:
     """The job's exception (None when it succeeded); an unreadable outcome is an error too."""
     try:
-        return job.exception()
-    except Exception as exc:  # noqa: BLE001 - submitit raises several kinds for a job with no result
-        return exc
+        with model_code(lambda exc: LaunchError(str(exc))):  # submitit's code, several kinds of exception
+            return job.exception()
+    except LaunchError as exc:  # a job with no result
+        return exc.__cause__
 
 
 __all__ = ["ArrayOptions", "LaunchError", "LaunchInputError", "ShardJob", "check_slurm", "run_gpus", "run_submitit", "slurm_state", "visible_gpus"]

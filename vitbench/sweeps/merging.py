@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vitbench.reading import read_results
+from vitbench.store.export import export_store
 from vitbench.store.layout import CSV_NAME, DEFINITION_NAME, ROWS_NAME, StoreError
 from vitbench.store.reader import grid_order, read_definition
 from vitbench.store.writer import Store, now_iso
@@ -37,8 +39,6 @@ class MergeResult:
 
 def read_source(source: str | os.PathLike) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Rows and metadata of a store directory or a results CSV (through the one reader)."""
-    from vitbench.reading import read_results
-
     path = Path(source)
     if not (path.is_file() or (path / ROWS_NAME).exists() or (path / CSV_NAME).exists()):
         raise StoreError(f"source={str(source)!r}: no results store there (no {ROWS_NAME}, no results.csv)")
@@ -197,7 +197,6 @@ def merge(
     with Store.open(out, sweep=meta, force=force) as store:
         for start in range(0, len(rows_sorted), 10_000):
             store.add_many(rows_sorted[start:start + 10_000])
-    from vitbench.store.export import export_store
 
     export_store(out, out, export)
     return MergeResult(out=Path(out), rows=len(rows_sorted), sources=[str(s) for s in sources], warnings=warnings, missing=missing)

@@ -45,10 +45,13 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from vitbench.errors import SpecError
+from vitbench.errors import SpecError, VitbenchError
+from vitbench.input_files import MAX_SWEEP_FILE_BYTES
+from vitbench.models.references import overrides_taken, resolve
+from vitbench.models.sources.py_factory import check_reference
 from vitbench.results import read_input_text
 from vitbench.settings import COUNTERS, STAGES, RunSettings
-from vitbench.specs import SPEC_TYPES, spec_fields
+from vitbench.specs import SPEC_TYPES, parse_field_value, spec_fields
 from vitbench.specs.model_ref import ModelRef
 from vitbench.sweeps.schema import Checker, SweepFileError, parse_text
 
@@ -147,7 +150,6 @@ def _freeze(value: Any) -> Any:
 def load_sweep_file(path: str | os.PathLike) -> SweepPlan:
     """Read and validate a ``.yaml``/``.yml``/``.toml`` sweep file."""
     path = Path(path)
-    from vitbench.input_files import MAX_SWEEP_FILE_BYTES
 
     text = read_input_text(path, f"sweep file={str(path)!r}", SweepFileError, max_bytes=MAX_SWEEP_FILE_BYTES)
     return validate(parse_text(text, path), default_name=path.stem, label=str(path), source=str(path))
@@ -232,8 +234,6 @@ def model_kinds(check: Checker, key: str, models: Sequence[str], first: Mapping[
     ``py:`` module imported or its factory called (unknown names, downloads); only a timm model, whose arguments only
     its class shows, is instantiated on the meta device, with the first value of each grid
     field (a factory may need --img-size to have an input size)."""
-    from vitbench.models.references import overrides_taken, resolve
-
     out: dict[ModelRef, type | None] = {}
     for model in models:
         try:
@@ -242,7 +242,6 @@ def model_kinds(check: Checker, key: str, models: Sequence[str], first: Mapping[
                 out[ref] = type(resolve(ref).spec)
                 continue
             if ref.source == "py":  # checked from its text: its module is imported when the sweep runs
-                from vitbench.models.sources.py_factory import check_reference
 
                 check_reference(ref.reference, ref.name, ref.typed_args())
                 out[ref] = None
@@ -251,7 +250,7 @@ def model_kinds(check: Checker, key: str, models: Sequence[str], first: Mapping[
                 overrides_taken(ref, first)
             except SpecError:  # the first grid values may not suit it: its own defaults may
                 overrides_taken(ref, {})
-        except Exception as exc:  # noqa: BLE001 - UnknownModelError, SpecError: keep the hint after the key
+        except VitbenchError as exc:  # UnknownModelError, SpecError, a model that fails: keep the hint after the key
             raise check.fail(key, model, str(exc).split(": ", 1)[-1]) from None
         out[ref] = None
     return out
@@ -260,8 +259,6 @@ def model_kinds(check: Checker, key: str, models: Sequence[str], first: Mapping[
 def _check_grid(check: Checker, where: str, grid: dict[str, tuple[Any, ...]], own: set[str], kinds: dict[ModelRef, type | None]) -> dict[str, tuple[Any, ...]]:
     """Keep the fields that apply to a model of the study; a field of the study's own grid that
     applies to none is an error, an inherited one is skipped."""
-    from vitbench.specs import parse_field_value
-
     types = {t for t in kinds.values() if t is not None}
     references = any(t is None for t in kinds.values())
     kept: dict[str, tuple[Any, ...]] = {}

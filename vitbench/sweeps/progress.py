@@ -81,6 +81,8 @@ class Progress:
 
     def on_row(self, row: dict[str, Any]) -> None:
         self.done += 1
+        if row.get("error_detail") and os.environ.get("VITBENCH_DEBUG"):  # the row's traceback, asked for
+            print(row["error_detail"], end="", file=self.stream, flush=True)
         if self._bar is not None:
             self._bar.set_postfix_str(terminal_text(describe(row))[:60], refresh=False)
             self._bar.update(1)

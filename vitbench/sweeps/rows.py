@@ -13,9 +13,22 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from vitbench import analytic as formulas
+from vitbench.counters import count_record
+from vitbench.counters.fill import fill_counted
+from vitbench.counters.limits import CountingRefused
+from vitbench.errors import ModelError, SpecError, VitbenchError, error_detail
+from vitbench.measure.env import validate_settings
+from vitbench.measure.profile import measure
 from vitbench.row_warnings import merge
-from vitbench.sweeps.grid import Config
+from vitbench.specs import spec_key
+from vitbench.specs.identity import RowIdentity
+from vitbench.store.writer import now_iso
+from vitbench.sweeps import grid
+from vitbench.sweeps.grid import Config, is_reference, study_sizes
 from vitbench.sweeps.plan import SweepPlan
+from vitbench.timemodel.fast import Predictor
+from vitbench.timemodel.run import predict_device, resolve_calibration
 
 #: rough seconds per row of each stage beyond the analytic one, for the estimate before a run
 #: (tracing a model: about a second per counter; a measured row: per run, the process start,
@@ -35,9 +48,6 @@ class Runner:
 
     def _predict(self, target: Any, config: Config) -> dict[str, Any]:
         """The time model's columns (one Predictor, hence one calibration, per device setting)."""
-        from vitbench.timemodel.fast import Predictor
-        from vitbench.timemodel.run import predict_device, resolve_calibration
-
         settings = config.run_settings
         device = predict_device(settings.device)
         precisions = ("fp32", "bf16") if settings.precision == "bf16" else ("fp32",)
@@ -53,8 +63,6 @@ class Runner:
         return out
 
     def row(self, config: Config) -> dict[str, Any]:
-        from vitbench.counters.limits import CountingRefused
-
         started = time.perf_counter()
         identity = {
             "id": config.id, "index": config.index, "study": config.study, "model": config.model,
@@ -68,15 +76,11 @@ class Runner:
             return _finish(row, started)
         target = config.target
         try:
-            from vitbench.specs.identity import RowIdentity
-
             identity = RowIdentity.of(target, config.batch_size).columns()
             row.update(source=identity["source"], kind=identity["kind"], spec_key=identity["spec_key"],
                        img_size=identity["img_size"], patch_size=identity["patch_size"], batch_size=config.batch_size)
             if target.spec is not None:
-                from vitbench.analytic import complexity
-
-                figures = complexity(target.spec, config.batch_size).as_record()
+                figures = formulas.complexity(target.spec, config.batch_size).as_record()
                 row.update({k: v for k, v in figures.items() if k not in ("model", *identity)})
             else:
                 row["analytic_note"] = target.analytic_note
@@ -84,7 +88,6 @@ class Runner:
                 row.update(self._counters(target, config, row))
             elif target.spec is None:  # no formula: the counted numbers are the row's (as analyze gives)
                 row.update(self._counters(target, replace(config, counters=("dispatch",)), row))
-            from vitbench.counters.fill import fill_counted
 
             fill_counted(row)
             if "predict" in config.stages:
@@ -101,36 +104,35 @@ class Runner:
             row.update(status="oom", error="MemoryError: out of host memory")
         except CountingRefused as exc:
             row.update(status="refused", error=str(exc))
+        except ModelError as exc:  # the model's code failed: its row, with that code's traceback
+            row.update(status="error", error=exc.detail[:500], error_detail=error_detail(exc))
+        except VitbenchError as exc:  # what the configuration asks is refused: one line
+            row.update(status="error", error=f"{exc.__class__.__name__}: {' '.join(str(exc).split())}"[:500])
         except (KeyboardInterrupt, SystemExit):
             raise
-        except Exception as exc:  # noqa: BLE001 - a failed configuration is a row, never an aborted sweep
-            row.update(status="error", error=f"{exc.__class__.__name__}: {' '.join(str(exc).split())}"[:500])
+        # the sweep's worker boundary: a configuration failing, by vitbench's own bug too, is its
+        # row and the sweep goes on; the traceback is kept in the row's error_detail
+        except Exception as exc:  # noqa: BLE001
+            row.update(status="error", error=f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())}"[:500],
+                       error_detail=error_detail(exc))
         row.update(identity)  # the sweep's names win over a stage's (measure names the model too)
         return _finish(row, started)
 
     def _counters(self, target: Any, config: Config, analytic: dict[str, Any]) -> dict[str, Any]:
-        from vitbench.specs import spec_key
-
         # a reference is counted on its own library's module (timm's, not our equivalent ViT)
         ours = target.spec is not None and target.source in ("preset", "spec")
         identity = spec_key(target.spec) if ours else target.label
         key = (identity, config.batch_size, tuple(config.counters))
         if key not in self._counter_cache:
-            from vitbench.counters import count_record
-
             self._counter_cache[key] = dict(count_record(target, config.batch_size, list(config.counters), analytic if "macs" in analytic else None))
         return self._counter_cache[key]
 
 
 def _measured(target: Any, config: Config) -> dict[str, Any]:
-    from vitbench.measure.profile import measure
-
     return dict(measure(target, config.run_settings))
 
 
 def _finish(row: dict[str, Any], started: float) -> dict[str, Any]:
-    from vitbench.store.writer import now_iso
-
     row["elapsed_s"] = time.perf_counter() - started
     row["completed_at"] = now_iso()
     return row
@@ -139,8 +141,6 @@ def _finish(row: dict[str, Any], started: float) -> dict[str, Any]:
 def check_measured(plan: SweepPlan) -> list[str]:
     """Refuse, before any row runs, measurement settings this machine cannot honour (no CUDA,
     fp16 on the CPU): one line, exit code 2. Returns the devices measured on."""
-    from vitbench.measure.env import validate_settings
-
     devices = set()
     for study in plan.studies:
         if study.measured:
@@ -154,15 +154,11 @@ def prepare_predict(plan: SweepPlan, on_calibrate: Any = None, calibrate: bool =
     """Before any row runs: check the predict stage's devices, and calibrate those that have no
     calibration yet (saved in the cache, where the rows then find it). ``calibrate=False``: the
     checks alone (a GPU's pricing is looked up, the CPU is not calibrated)."""
-    from vitbench.timemodel.run import predict_device, resolve_calibration
-
     for study in plan.studies:
         if "predict" in study.stages:
             device = predict_device(study.measure.device)
             precisions = ("fp32", "bf16") if "bf16" in study.precisions else ("fp32",)
             if "fp16" in study.precisions and device == "cpu":
-                from vitbench.errors import SpecError
-
                 raise SpecError("precision", "fp16", "fp16 autocast needs a GPU; use bf16 or fp32 on the CPU")
             if calibrate or device != "cpu":
                 resolve_calibration(device, study.measure.threads, precisions, on_calibrate=on_calibrate)
@@ -171,8 +167,6 @@ def prepare_predict(plan: SweepPlan, on_calibrate: Any = None, calibrate: bool =
 def estimate_seconds(plan: SweepPlan, rows: int) -> tuple[float, float]:
     """(seconds for ``rows`` rows of the plan, mean seconds per row): the per-row estimate of
     each study weighted by its share of the grid."""
-    from vitbench.sweeps.grid import study_sizes
-
     per_row = row_seconds(plan)
     sizes = study_sizes(plan)
     total = sum(sizes.values()) or 1
@@ -184,18 +178,15 @@ def row_seconds(plan: SweepPlan, store_s: float = 0.00015) -> dict[str, float]:
     """Estimated seconds per row of each study: the analytic stage timed on the study's first
     model, plus rough costs of the counters and measured stages and ``store_s``, the rest of a
     row (building its configuration, writing it with group commit: 0.15 ms measured here)."""
-    from vitbench.analytic import complexity
-    from vitbench.sweeps.grid import build_config, is_reference
-
     out = {}
     for study in plan.studies:
         first = study.models[0]
-        target = None if is_reference(study.refs[0]) else build_config(first, ())[0]  # a reference is not built to estimate
+        target = None if is_reference(study.refs[0]) else grid.build_config(first, ())[0]  # a reference is not built to estimate
         seconds = store_s
         if target is not None and target.spec is not None:
             started = time.perf_counter()
             for _ in range(3):
-                complexity(target.spec, 1).as_record()
+                formulas.complexity(target.spec, 1).as_record()
             seconds += (time.perf_counter() - started) / 3
         if "counters" in study.stages:
             seconds += COUNTER_S * len(study.counters)

@@ -15,18 +15,31 @@ configuration, so a test can interrupt a sweep between rows deterministically.
 from __future__ import annotations
 
 import os
+import platform
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from vitbench.errors import VitbenchError
-from vitbench.results import Records
+from vitbench.measure.env import environment as device_environment
+from vitbench.measure.machine import load_average
+from vitbench.models.sources.py_contract import imports_refused
+from vitbench.results import Records, check_output_dir
+from vitbench.store.export import export_store
+from vitbench.store.layout import ROWS_NAME, StoreError
 from vitbench.store.options import StoreOptions
-from vitbench.sweeps.grid import Config, Tally, check_valid, iter_configs, tally
+from vitbench.store.reader import read_store, stored_id_digits, stored_ids
+from vitbench.store.writer import now_iso
+from vitbench.sweeps.grid import ID_DIGITS, Config, Tally, check_valid, is_reference, iter_configs, tally
 from vitbench.sweeps.plan import SweepPlan, load_sweep_file, plan_from_grid
+from vitbench.sweeps.rows import Runner, check_measured, estimate_seconds, prepare_predict
 from vitbench.sweeps.schema import SweepFileError
+from vitbench.version import __version__
 
 #: Row statuses that ``retry_failed`` reruns on resume.
 FAILED_STATUSES = ("error", "oom")
@@ -66,8 +79,6 @@ class SweepResult:
     @property
     def records(self) -> Records:
         if self._records is None:
-            from vitbench.store.reader import read_store
-
             self._records = read_store(self.out)[0]
         return self._records
 
@@ -107,8 +118,6 @@ def default_out(plan: SweepPlan, shard: tuple[int, int] | None) -> Path:
 
 def confirm_size(plan: SweepPlan, count: int, yes: bool) -> float:
     """Estimated seconds for ``count`` rows; refuses a large grid unless ``yes``."""
-    from vitbench.sweeps.rows import estimate_seconds
-
     seconds, per_row = estimate_seconds(plan, count)
     if (count > CONFIRM_ABOVE or seconds > CONFIRM_ABOVE_S) and not yes:
         raise LargeGridError(
@@ -135,12 +144,6 @@ def preview(plan: SweepPlan, shard: tuple[int, int] | None = None, limit: int = 
     else the first ``head``. Builds nothing and calls no ``py:`` factory: a reference's
     ``invalid`` is left empty (only its build can tell); a timm reference is instantiated once
     on the meta device to learn which grid fields its class takes (library code, no memory)."""
-    from itertools import islice
-
-    from vitbench.models.sources.py_contract import imports_refused
-    from vitbench.sweeps.grid import is_reference
-    from vitbench.sweeps.rows import estimate_seconds
-
     with imports_refused():  # a dry run imports no py: module (its ids come from the factory's source)
         check_valid(plan, build=False)
         counted = tally(plan, shard)
@@ -161,8 +164,6 @@ def check_runnable(plan: SweepPlan, options: StoreOptions) -> list[str]:
     the export formats and fsync policy, the measured stage's settings on this machine (no
     CUDA, fp16 on the CPU) and the predict stage's devices. Imports no ``py:`` module; returns
     the devices measured on."""
-    from vitbench.sweeps.rows import check_measured, prepare_predict
-
     options.check()
     devices = check_measured(plan)
     prepare_predict(plan, calibrate=False)
@@ -173,11 +174,6 @@ def check_store_path(directory: Path, options: StoreOptions) -> None:
     """Refuse, as :meth:`Store.open <vitbench.store.writer.Store.open>` would, a store path that
     cannot be made or written (a file, a folder of /proc) or a store holding rows neither
     resumed nor forced, before any model is resolved. Leaves nothing behind."""
-    import tempfile
-
-    from vitbench.results import check_output_dir
-    from vitbench.store.layout import ROWS_NAME, StoreError
-
     check_output_dir(directory, "out")
     nearest = directory
     while not nearest.exists() and nearest != nearest.parent:
@@ -211,11 +207,6 @@ def execute(
     :class:`StoreOptions`: a new store, CSV export, group commit). ``compute`` turns
     configurations into rows (default :func:`run_local`; the GPU pool is another); the store is
     written here, by this process alone."""
-    from vitbench.store.export import export_store
-    from vitbench.store.reader import stored_id_digits, stored_ids
-    from vitbench.sweeps.grid import ID_DIGITS
-    from vitbench.sweeps.rows import prepare_predict
-
     options = options or StoreOptions()
     devices = check_runnable(plan, options)
     check_store_path(directory, options)  # before a py: module is imported (Store.open checks it again)
@@ -254,8 +245,6 @@ def execute(
 
 def run_local(configs: Iterator[Config]) -> Iterator[dict[str, Any]]:
     """Rows computed in this process, one configuration at a time."""
-    from vitbench.sweeps.rows import Runner
-
     delay = float(os.environ.get("VITBENCH_SWEEP_ROW_DELAY_S", "0") or 0)
     runner = Runner()
     for config in configs:
@@ -275,8 +264,6 @@ def _sync_quietly(store: Any) -> None:
 
 def _export_quietly(directory: Path, formats: Sequence[str]) -> None:
     """The CSV export on interruption: rows are safe in the store even when this fails."""
-    from vitbench.store.export import export_store
-
     try:
         export_store(directory, directory, formats)
     except (VitbenchError, OSError):
@@ -285,8 +272,6 @@ def _export_quietly(directory: Path, formats: Sequence[str]) -> None:
 
 def sweep_meta(plan: SweepPlan, grid_size: int | None, shard: tuple[int, int] | None, devices: Sequence[str] = ()) -> dict[str, Any]:
     """What sweep.json records about the sweep (the fingerprint identifies its definition)."""
-    from vitbench import __version__
-
     return {
         "fingerprint": plan.fingerprint, "legacy_fingerprint": plan.legacy_fingerprint, "name": plan.name, "source": plan.source,
         "description": plan.description, "grid_size": grid_size,
@@ -298,26 +283,17 @@ def sweep_meta(plan: SweepPlan, grid_size: int | None, shard: tuple[int, int] | 
 
 def environment(measured_devices: Sequence[str] = ()) -> dict[str, Any]:
     """Where the sweep ran (host-level; per-row device details come with measured rows)."""
-    import platform
-    import sys
-
-    from vitbench import __version__
-    from vitbench.store.writer import now_iso
-
     env: dict[str, Any] = {
         "python": sys.version.split()[0], "platform": platform.platform(), "machine": platform.machine(),
         "cpu_count": os.cpu_count(), "hostname": platform.node(), "vitbench_version": __version__,
         "started_at": now_iso(),
     }
-    from vitbench.measure.machine import load_average
 
     load = load_average()
     if load is not None:
         # Other work on the machine skews timings; the report shows this next to measured rows.
         env["load_average_1m"] = round(load[0], 2)
     if measured_devices:
-        from vitbench.measure.env import environment as device_environment
-
         env["devices"] = {d: device_environment(d) for d in measured_devices}
     for var in ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID"):
         if os.environ.get(var):

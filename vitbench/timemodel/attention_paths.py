@@ -4,6 +4,8 @@ batched products around a softmax) writes them to memory."""
 
 from __future__ import annotations
 
+from math import prod
+
 
 def math_attention(name: str, args: tuple) -> bool:
     """SDPA on other than 4-D tensors (NesT's (B, heads, blocks, N, C)): no fused kernel takes
@@ -15,8 +17,6 @@ def math_attention(name: str, args: tuple) -> bool:
 
 def math_attention_bytes(args: tuple) -> int:
     """The math path's extra traffic: 4 passes over the q[:-1] x S maps (scores, probabilities)."""
-    from math import prod
-
     return 4 * prod(args[0].shape[:-1]) * args[1].shape[-2] * args[0].element_size()
 
 

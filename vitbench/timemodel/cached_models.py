@@ -21,12 +21,21 @@ entry is written only when it reads back to exactly what was computed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from vitbench.analytic.memory.replay import Profile
+from vitbench.counters import fill, memory_trace
+from vitbench.errors import ModelError, SpecError
+from vitbench.models import references
+from vitbench.models.target import Target
+from vitbench.specs import override_combinations, spec_from_dict, spec_to_dict
+from vitbench.specs.common import MAX_FIELD
 from vitbench.timemodel.question_cache import StaleEntry, entry_key, forget, read, tagged, write
+from vitbench.timemodel.trace_cache import CACHED_SOURCES
 
 #: the reference namespaces whose resolution is cached
 RESOLVED_SOURCES = ("torchvision", "timm", "hf")
@@ -40,8 +49,9 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _TARGET_KEYS = frozenset({"name", "source", "input_size", "spec", "analytic_note", "overrides"})
 
 
-class StaleResolution(RuntimeError):
-    """A cached resolution that the library no longer gives (the entry has been removed)."""
+class StaleResolution(ModelError):
+    """A cached resolution that the library no longer gives (the entry has been removed): the
+    rows of that model are refused with the reason, and the next question resolves it again."""
 
 
 # --- the resolution of a reference ---------------------------------------------------------------
@@ -50,30 +60,24 @@ def resolve_cached(models: Iterable[Any], overrides: Mapping[str, Any] | None = 
     """:func:`~vitbench.models.references.resolve_all`, each ``timm:``, ``torchvision:`` and
     ``hf:`` reference read from the question cache when it was resolved before (written there
     when not), and the warnings of refused entries by ``id()`` of the targets they concern."""
-    from vitbench.models.references import ModelRef, resolve_all, resolve_one
-
     warnings: dict[int, list[dict[str, str]]] = {}
     if not use_cache:
-        return resolve_all(models, overrides, input_size=input_size), warnings
+        return references.resolve_all(models, overrides, input_size=input_size), warnings
 
     def one(model: Any, given: dict[str, Any], combinations: list[dict[str, Any]], size: Any) -> tuple[list[Any], set[str]]:
-        if not (isinstance(model, ModelRef) and model.source in RESOLVED_SOURCES):
-            return resolve_one(model, given, combinations, size)
+        if not (isinstance(model, references.ModelRef) and model.source in RESOLVED_SOURCES):
+            return references.resolve_one(model, given, combinations, size)
         targets, applied, refused = _resolution(model, given, combinations, size)
         for target in targets:
             warnings[id(target)] = refused
         return targets, applied
 
-    return resolve_all(models, overrides, input_size=input_size, one=one), warnings
+    return references.resolve_all(models, overrides, input_size=input_size, one=one), warnings
 
 
 def _resolution(model: Any, overrides: dict[str, Any], combinations: list[dict[str, Any]],
                 input_size: Any) -> tuple[list[Any], set[str], list[dict[str, str]]]:
     """(targets, override names applied, warnings) of one reference: cached, or resolved and cached."""
-    import dataclasses
-
-    from vitbench.models.references import resolve_one
-
     key = entry_key("resolution", {"model": model.text, "overrides": dict(overrides), "input_size": input_size})
     def parse(value: Any) -> tuple[list[Any], set[str]]:
         return _of_reference(parse_resolution(value), model)
@@ -83,7 +87,7 @@ def _resolution(model: Any, overrides: dict[str, Any], combinations: list[dict[s
         targets, applied = found
         return [dataclasses.replace(t, build=_LazyBuild(model, overrides, input_size, index, t, key))
                 for index, t in enumerate(targets)], applied, refused
-    targets, applied = resolve_one(model, overrides, combinations, input_size)
+    targets, applied = references.resolve_one(model, overrides, combinations, input_size)
     value = encode_resolution(targets, applied)
     if value is not None:
         write("resolution", key, value, parse)
@@ -99,10 +103,8 @@ class _LazyBuild:
         self.index, self.expected, self.key = index, expected, key
 
     def __call__(self) -> Any:
-        from vitbench.models.references import resolve_one
-        from vitbench.specs import override_combinations
-
-        targets, _ = resolve_one(self.model, self.overrides, override_combinations(self.overrides), self.input_size)
+        targets, _ = references.resolve_one(self.model, self.overrides, override_combinations(self.overrides),
+                                            self.input_size)
         fresh = targets[self.index] if self.index < len(targets) else None
         if fresh is None or repr(fresh) != repr(self.expected):
             forget(self.key)
@@ -114,8 +116,6 @@ class _LazyBuild:
 def encode_resolution(targets: list[Any], applied: set[str]) -> dict[str, Any] | None:
     """The entry's value for ``targets`` and ``applied``, or None when the entry would not give
     them back exactly (the same ``repr``, which the trace cache's key is made of)."""
-    from vitbench.specs import spec_to_dict
-
     encoded = []
     for target in targets:
         if target.module is not None or target.source not in RESOLVED_SOURCES:
@@ -162,8 +162,6 @@ def _text(value: Any, field: str, optional: bool = False) -> str | None:
 
 
 def _size(value: Any) -> tuple[int, int, int]:
-    from vitbench.specs.common import MAX_FIELD
-
     if not isinstance(value, list) or len(value) != 3 or not all(type(v) is int and 0 < v <= MAX_FIELD for v in value):
         raise StaleEntry("a target's input_size is not 3 positive integers")
     return value[0], value[1], value[2]
@@ -185,10 +183,6 @@ def _value(value: Any, depth: int = 0) -> Any:
 
 def _target(data: Any) -> Any:
     """One Target of an entry, every field checked (the spec by its own validation)."""
-    from vitbench.errors import SpecError
-    from vitbench.models.target import Target
-    from vitbench.specs import spec_from_dict
-
     if not isinstance(data, dict) or set(data) != _TARGET_KEYS:
         raise StaleEntry(f"a target is not {{{', '.join(sorted(_TARGET_KEYS))}}}")
     if data["source"] not in RESOLVED_SOURCES:
@@ -216,8 +210,6 @@ def _target(data: Any) -> Any:
 def _target_key(kind: str, target: Any, **setting: Any) -> str | None:
     """The entry's name for ``target`` at ``setting``, or None when the model is not cached (a
     live module, a ``py:`` factory)."""
-    from vitbench.timemodel.trace_cache import CACHED_SOURCES
-
     if target.module is not None or target.source not in CACHED_SOURCES:
         return None
     return entry_key(kind, {"target": repr(target), "overrides": target.overrides_text, **setting})
@@ -228,15 +220,13 @@ def cached_counts(target: Any, batch: int, reparam: bool, counts: dict | None,
     """:func:`~vitbench.counters.fill.counted_identity` of ``target`` at ``batch`` (``reparam``:
     ``target`` is the deployed form, which compares equal to the other: the key tells them
     apart), from the question cache when counted before; and the warnings."""
-    from vitbench.counters.fill import counted_identity
-
     if target.spec is not None:  # the row has the formula's figures
         return {}, []
     key = _target_key("counts", target, batch=batch, reparam=bool(reparam)) if use_cache else None
     found, refused = read("counts", key, parse_counts) if key is not None else (None, [])
     if found is not None:
         return found, refused
-    figures = counted_identity(target, batch, counts)
+    figures = fill.counted_identity(target, batch, counts)
     if key is not None and figures:
         write("counts", key, figures, parse_counts)
     return figures, refused
@@ -261,13 +251,11 @@ def cached_memory_profile(target: Any, mode: str, precision: str, optimizer: str
                           use_cache: bool = True) -> tuple[Any, list[dict[str, str]]]:
     """:func:`~vitbench.counters.memory_trace.trace_target` of ``target``, from the question cache
     when traced before; and the warnings. Raises as ``trace_target`` does (nothing is cached then)."""
-    from vitbench.counters.memory_trace import trace_target
-
     key = _target_key("memory", target, mode=mode, precision=precision, optimizer=optimizer) if use_cache else None
     found, refused = read("memory", key, parse_profile) if key is not None else (None, [])
     if found is not None:
         return found, refused
-    profile = trace_target(target, mode, precision, optimizer)
+    profile = memory_trace.trace_target(target, mode, precision, optimizer)
     if key is not None:
         write("memory", key, {"points": [list(p) for p in profile.points], "forward_end": list(profile.forward_end),
                               "fixed": profile.fixed}, parse_profile)
@@ -283,8 +271,6 @@ def _affine(value: Any) -> tuple[int, int]:
 
 def parse_profile(value: Any) -> Any:
     """A ``memory`` entry's value: the profile's points, live bytes at forward's end, fixed bytes."""
-    from vitbench.analytic.memory.replay import Profile
-
     if not isinstance(value, dict) or set(value) != {"points", "forward_end", "fixed"}:
         raise StaleEntry("a memory profile is not {points, forward_end, fixed}")
     points = value["points"]

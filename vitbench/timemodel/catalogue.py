@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from vitbench.errors import SpecError
 from vitbench.results import Records
+from vitbench.timemodel.gpu_model import profile_for
+from vitbench.timemodel.gpus import CATALOGUE, GENERATIONS
+from vitbench.timemodel.interconnect import link
 
 
 def devices(generation: str | None = None) -> Records:
     """The GPU catalogue as rows: each card's published numbers (``*_flops_per_s`` in FLOP/s, bytes,
     bytes/s), its source, and the generation whose fitted parameters price it."""
-    from vitbench.timemodel.gpu_model import profile_for
-    from vitbench.timemodel.gpus import CATALOGUE, GENERATIONS
-    from vitbench.timemodel.interconnect import link
-
     if generation is not None and generation not in GENERATIONS:
         raise SpecError("generation", generation, f"must be one of {', '.join(GENERATIONS)}")
     rows = Records()

@@ -28,12 +28,31 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from vitbench.errors import SpecError
+from vitbench.analytic.identity import identity_record
+from vitbench.analytic.memory import memory_estimate, plan, unsupported_reason
+from vitbench.analytic.memory.planner import largest_batch
+from vitbench.errors import SpecError, VitbenchError, error_reason
 from vitbench.results import Records
+from vitbench.settings import CHOOSE_SORTS, MODES, check_batch_size
+from vitbench.specs.limits import MAX_TRACED_BLOCKS, too_many_blocks
+from vitbench.timemodel.cached_models import cached_memory_profile, resolve_cached
+from vitbench.timemodel.gpus import gpu
+from vitbench.timemodel.interconnect import (
+    GRADIENT_BYTES_PER_PARAM,
+    LINKS,
+    MAX_GPUS_PER_NODE,
+    MAX_NODES,
+    data_parallel_step,
+    link,
+    steps_per_epoch,
+)
+from vitbench.timemodel.prices import device_prices
+from vitbench.timemodel.run import check_devices, predict
+from vitbench.units import binary_bytes
 
 #: kept free on every card for the CUDA context and cuBLAS / cuDNN workspaces (not in the memory model)
 RESERVE_BYTES = 1 << 30
-SORTS = ("time", "cost")
+SORTS = CHOOSE_SORTS
 #: the answer's columns, first, in the order of the question
 ANSWER_COLUMNS = ("device", "fits", "batch_size", "pred_latency_s", "pred_throughput_img_s", "pred_train_hours", "pred_cost",
                   "pred_error_median", "pred_error_p90", "note")
@@ -62,8 +81,6 @@ def _check_count(name: str, value: Any, most: int) -> int:
 
 
 def _check_arguments(devices: list[str], sort: str, gpus: Any, nodes: Any, network_gbit_s: Any, mode: str) -> None:
-    from vitbench.timemodel.interconnect import LINKS, MAX_GPUS_PER_NODE, MAX_NODES
-
     for device in devices:
         if device not in LINKS:
             raise SpecError("device", device, "choose compares GPUs of the catalogue (`vitbench devices`); "
@@ -87,9 +104,6 @@ def _memory_model(target: Any, mode: str, precision: str, optimizer: str, use_ca
     """(largest batch in a budget, peak at a batch, basis) for ``target``; (None, None, reason)
     when no memory prediction can be made. A traced profile comes from the question cache when
     traced before (``warnings`` hears of a refused entry)."""
-    from vitbench.analytic.memory import memory_estimate, plan, unsupported_reason
-    from vitbench.analytic.memory.planner import largest_batch
-    from vitbench.specs.limits import MAX_TRACED_BLOCKS, too_many_blocks
 
     spec = target.spec
     if spec is not None and unsupported_reason(spec) is None:
@@ -98,14 +112,13 @@ def _memory_model(target: Any, mode: str, precision: str, optimizer: str, use_ca
     refusal = too_many_blocks(spec, MAX_TRACED_BLOCKS, "the memory trace")
     if refusal:
         return None, None, refusal
-    from vitbench.timemodel.cached_models import cached_memory_profile
 
     try:
         profile, refused = cached_memory_profile(target, mode, precision, optimizer, use_cache)
         if warnings is not None:
             warnings.extend(refused)
-    except Exception as exc:  # noqa: BLE001 - a model fake tensors cannot run: its rows say so
-        return None, None, f"memory not predicted: tracing it failed: {type(exc).__name__}: {exc}".splitlines()[0]
+    except VitbenchError as exc:  # a model fake tensors cannot run (a ModelError): its rows say so
+        return None, None, f"memory not predicted: tracing it failed: {error_reason(exc)}".splitlines()[0]
     return (lambda budget: largest_batch(profile, budget), profile.peak,
             "traced on fake tensors (the tensors operators return: a lower bound within about 5%)")
 
@@ -116,9 +129,6 @@ def _power_of_two_at_most(value: int) -> int:
 
 def _fit(device: str, batch: int | None, memory: tuple, row: dict[str, Any]) -> int | None:
     """The batch to price on ``device`` (None: it does not fit; ``row['note']`` says why)."""
-    from vitbench.timemodel.gpus import gpu
-    from vitbench.units import binary_bytes
-
     spec = gpu(device)
     capacity = int(spec.memory_gb * 1e9)
     budget = capacity - RESERVE_BYTES
@@ -156,8 +166,6 @@ def _backward_s(prediction: dict[str, Any]) -> float:
 
 def _priced(row: dict[str, Any], prediction: dict[str, Any], settings: dict[str, Any]) -> None:
     """The row's time and cost columns from the one-card prediction."""
-    from vitbench.timemodel.interconnect import GRADIENT_BYTES_PER_PARAM, data_parallel_step, link, steps_per_epoch
-
     device, batch = row["device"], row["batch_size"]
     gpus, nodes = settings["gpus"], settings["nodes"]
     card = link(device)
@@ -275,7 +283,6 @@ def choose(
     >>> vitbench.choose("vit-b/16", device="h100,a100,l4", epochs=300, dataset_size=1281167,
     ...                 price="h100=2.5,a100=1.3,l4=0.6", precision="bf16").verdict  # doctest: +SKIP
     """
-    from vitbench.timemodel.cached_models import resolve_cached
 
     devices, prices = _checked(device, mode, batch_size, sort, gpus, nodes, network_gbit_s, price, prices_file, epochs,
                                dataset_size)
@@ -303,10 +310,6 @@ def choose(
 def _checked(device: Any, mode: str, batch_size: Any, sort: str, gpus: Any, nodes: Any, network_gbit_s: Any, price: Any,
              prices_file: Any, epochs: Any, dataset_size: Any) -> tuple[list[str], dict[str, float]]:
     """The devices and their prices, every argument checked (SpecError naming the first wrong)."""
-    from vitbench.settings import MODES, check_batch_size
-    from vitbench.timemodel.prices import device_prices
-    from vitbench.timemodel.run import check_devices
-
     devices = check_devices(device)
     if mode not in MODES:
         raise SpecError("mode", mode, f"must be one of {', '.join(MODES)}")
@@ -329,8 +332,6 @@ def _predictions(target: Any, batches: dict[str, int | None], settings: dict[str
                  on_progress: Callable[[int, int, str], None] | None) -> dict[str, dict[str, Any]]:
     """The one-card prediction of every card that fits, one trace per batch (cards of the same
     batch share it)."""
-    from vitbench.timemodel.run import predict
-
     groups: dict[int, list[str]] = {}
     for each, batch in batches.items():
         if batch is not None:
@@ -349,8 +350,6 @@ def _predictions(target: Any, batches: dict[str, int | None], settings: dict[str
 def _row(target: Any, row: dict[str, Any], batch: int | None, prediction: dict[str, Any] | None,
          settings: dict[str, Any]) -> dict[str, Any]:
     """One card's row: priced from its prediction, or its identity and the reason it has none."""
-    from vitbench.analytic.identity import identity_record
-
     if prediction is None:
         mode = settings["mode"]
         row["_identity"] = {**identity_record(target, row.get("batch_size") or 1), "batch_size": row.get("batch_size"),

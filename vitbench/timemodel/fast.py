@@ -15,9 +15,14 @@ a full trace.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from vitbench.models.references import resolve
+from vitbench.specs import with_overrides
+from vitbench.timemodel import ops as step_ops
 from vitbench.timemodel.calibration.schema import Calibration
+from vitbench.timemodel.gpu_model import predict_gpu
 from vitbench.timemodel.model import Prediction, predict_ops
 from vitbench.timemodel.ops import Op
 
@@ -65,10 +70,6 @@ class Predictor:
         ours = target.source in ("preset", "spec") and target.spec is not None and target.module is None
         depth = getattr(target.spec, "depth", None) if ours else None
         if isinstance(depth, int) and depth > 2 and self.device_type == "cpu":  # the GPU's host/kernel overlap is not affine
-            from dataclasses import replace
-
-            from vitbench.models.references import resolve
-            from vitbench.specs import with_overrides
 
             one, two = (self._one(replace(resolve(with_overrides(target.spec, depth=d)), overrides=target.overrides),
                                   batch, mode, precision, True) for d in (1, 2))
@@ -82,20 +83,16 @@ class Predictor:
             if isinstance(self.calibration, Calibration):
                 self._predictions[key] = predict_ops(ops, self.calibration, mode)
             else:
-                from vitbench.timemodel.gpu_model import predict_gpu
-
                 self._predictions[key] = predict_gpu(ops, self.calibration, mode, tf32=precision == "tf32")
         return self._predictions[key]
 
     def _ops(self, target: Any, batch: int, mode: str, precision: str, ours: bool) -> list[Op]:
-        from vitbench.timemodel.ops import trace_target_batches, trace_target_ops
-
         structure = (target, id(target.module), mode, precision)
         key = (*structure, batch)
         if ours and structure not in self._anchors:
             # one build traces the anchors and batch 1, which can run other operators (squeezed
             # dimensions), so it is never extrapolated
-            traced = trace_target_batches(target, (1, *ANCHORS), mode, precision, self.optimizer, self.device_type)
+            traced = step_ops.trace_target_batches(target, (1, *ANCHORS), mode, precision, self.optimizer, self.device_type)
             low, high = traced[ANCHORS[0]], traced[ANCHORS[1]]
             self._anchors[structure] = (low, high) if _aligned(low, high) else None
             self._traced[(*structure, 1)] = traced[1]
@@ -104,7 +101,7 @@ class Predictor:
         if key not in self._traced:
             if len(self._traced) > 512:
                 self._traced.clear()
-            self._traced[key] = trace_target_ops(target, batch, mode, precision, self.optimizer, self.device_type)
+            self._traced[key] = step_ops.trace_target_ops(target, batch, mode, precision, self.optimizer, self.device_type)
         return self._traced[key]
 
 

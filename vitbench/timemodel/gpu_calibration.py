@@ -28,12 +28,25 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from vitbench import input_files
+from vitbench.errors import SpecError, shown
+from vitbench.input_files import load_json, read_input_text
+from vitbench.measure.profile import measure
+from vitbench.measure.stats import quantile
+from vitbench.models.references import resolve
+from vitbench.results import atomic_write_text
+from vitbench.settings import RunSettings
 from vitbench.timemodel.calibration.cache import cache_dir, file_safe
 from vitbench.timemodel.calibration.schema import CalibrationError
+from vitbench.timemodel.gpu_fit import BOUNDS, Observation, Stacked, fit
+from vitbench.timemodel.gpu_model import GenerationParams, GpuProfile, kernel_times, op_table, profile_for
+from vitbench.timemodel.gpus import GPU_DEVICES, gpu, match_device_name
+from vitbench.timemodel.trace_cache import cached_trace
+from vitbench.version import __version__
 
 FORMAT = 1
 KIND = "vitbench-gpu-calibration"
@@ -93,14 +106,11 @@ class GpuCalibration:
 
     @classmethod
     def from_json(cls, text: str) -> GpuCalibration:
-        from vitbench.input_files import load_json
-
         data = load_json(text, "damaged", error=CalibrationError)  # bounded numbers and nesting, no NaN or infinity
         if not isinstance(data, dict) or data.get("kind") != KIND:
             raise NotAGpuCalibration("not a GPU calibration (vitbench calibrate --device cuda makes one)")
         if data.get("format") != FORMAT:
             raise CalibrationError(f"format {data.get('format')!r}, this vitbench reads format {FORMAT}")
-        from vitbench.timemodel.gpu_fit import BOUNDS
 
         params = data.get("params")
         if not isinstance(params, dict) or set(params) != set(BOUNDS):
@@ -118,9 +128,6 @@ class GpuCalibration:
 
     def profile(self) -> Any:
         """The :class:`~vitbench.timemodel.gpu_model.GpuProfile` priced with these parameters."""
-        from vitbench.timemodel.gpu_model import GenerationParams, GpuProfile
-        from vitbench.timemodel.gpus import gpu
-
         spec = gpu(self.device)
         if spec is None:
             raise CalibrationError(f"device {self.device!r} is not in this vitbench's GPU catalogue")
@@ -140,8 +147,6 @@ class GpuCalibration:
 def _check_members(data: dict[str, Any]) -> None:
     """The members beside the parameters have their types: a tampered file is refused in one
     line, never priced (text where text is, a list of observations, finite numbers or null)."""
-    from vitbench.errors import shown
-
     if data.get("rates", "datasheet") not in ("datasheet", "sustained"):
         raise CalibrationError(f"rates={shown(data['rates'], 60)}: must be datasheet or sustained")
     for name in ("device", "device_name", "torch", "vitbench", "start_from"):
@@ -165,18 +170,14 @@ def cache_path(device_name: str, torch_version: str) -> Path:
 
 def save(calibration: GpuCalibration, path: str | os.PathLike | None = None) -> Path:
     """Write atomically to ``path`` or the cache; the path written."""
-    from vitbench.results import atomic_write_text
-
     target = Path(path) if path else cache_path(calibration.device_name, calibration.torch)
     atomic_write_text(target, calibration.to_json() + "\n")
     return target
 
 
 def load(path: str | os.PathLike) -> GpuCalibration:
-    from vitbench.input_files import MAX_CALIBRATION_BYTES, read_input_text
-
     # the one gate: a FIFO or device refused without blocking, the size capped, UTF-8, not empty
-    text = read_input_text(path, f"cannot read {path}", max_bytes=MAX_CALIBRATION_BYTES, error=CalibrationError)
+    text = read_input_text(path, f"cannot read {path}", max_bytes=input_files.MAX_CALIBRATION_BYTES, error=CalibrationError)
     return GpuCalibration.from_json(text)
 
 
@@ -190,9 +191,6 @@ def measure_step(model: str, mode: str, batch: int, precision: str, min_run_time
     """One configuration measured on this CUDA device in this process (``fp32``: PyTorch's
     defaults, TF32 for convolutions only; ``tf32``: also for matrix products)."""
     import torch
-
-    from vitbench.measure.profile import measure
-    from vitbench.settings import RunSettings
 
     matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
     # fp32 as PyTorch runs it by default: TF32 for convolutions (cuDNN), not for matrix products
@@ -211,11 +209,6 @@ def measure_step(model: str, mode: str, batch: int, precision: str, min_run_time
 
 def observation(model: str, mode: str, batch: int, precision: str, measured_s: float, spec: Any) -> Any:
     """The fit's :class:`~vitbench.timemodel.gpu_fit.Observation` of one measured configuration."""
-    from vitbench.models.references import resolve
-    from vitbench.timemodel.gpu_fit import Observation
-    from vitbench.timemodel.gpu_model import op_table
-    from vitbench.timemodel.trace_cache import cached_trace
-
     ops = cached_trace(resolve(model), batch, mode, "fp32" if precision == "tf32" else precision, "adamw", "cuda")
     return Observation(op_table(ops), spec, mode, measured_s, tf32=precision == "tf32")
 
@@ -224,11 +217,6 @@ def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_ti
                   on_progress: Callable[[str], None] | None = None) -> GpuCalibration:
     """Measure ``suite`` on this machine's CUDA device, fit the cost model's parameters to it."""
     import torch
-
-    from vitbench import __version__
-    from vitbench.errors import SpecError
-    from vitbench.timemodel.gpu_model import profile_for
-    from vitbench.timemodel.gpus import GPU_DEVICES, match_device_name
 
     if not torch.cuda.is_available():
         raise SpecError("device", "cuda", "no CUDA device here: a GPU calibration is measured on the GPU")
@@ -265,11 +253,6 @@ def _fit_host(observations: Sequence[Any], params: Any, light: float) -> tuple[A
     """``params`` with the host's dispatch fitted on the host-bound ``observations`` (the kernels
     alone at most HOST_BOUND_SHARE of the step), inference and training apart (as they were where
     a mode has none), and how many were host-bound."""
-    from dataclasses import fields, replace
-
-    from vitbench.timemodel.gpu_fit import fit
-    from vitbench.timemodel.gpu_model import GenerationParams, kernel_times
-
     host_bound = [o for o in observations
                   if float(kernel_times(o.table, o.spec, params, o.tf32)[1].sum()) <= HOST_BOUND_SHARE * o.measured_s]
     names = [f.name for f in fields(GenerationParams)]
@@ -310,9 +293,6 @@ def fit_on_card(observations: Sequence[Any], prior: Any) -> CardFit:
        fitted to the configurations not held out (every HOLD_OUT-th), with PRIOR_WEIGHT;
     3. judged on the held-out ones: a fit whose median error there is above the prior's is
        refused (:class:`CalibrationError`)."""
-    from vitbench.measure.stats import quantile
-    from vitbench.timemodel.gpu_fit import Stacked, fit
-
     if len(observations) < 2 * HOLD_OUT:
         raise CalibrationError(f"only {len(observations)} configurations measured; at least {2 * HOLD_OUT} are needed to fit "
                                "and judge a calibration")

@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from vitbench.timemodel.gpu_model import (
     GenerationParams,
     GpuProfile,
     OpTable,
+    host_weights,
+    kernel_times,
     predict_table,
 )
 from vitbench.timemodel.gpus import GpuSpec
@@ -56,8 +58,6 @@ class Observation:
 
 def predicted(observations: Sequence[Observation], params: GenerationParams, light_dispatch: float = 1.0) -> list[float]:
     """Each observation's predicted step (:func:`~vitbench.timemodel.gpu_model.predict_table`)."""
-    from dataclasses import replace
-
     def own(o: Observation) -> GenerationParams:
         return params if o.host is None else replace(params, host_infer_s=o.host[0], host_train_s=o.host[1])
 
@@ -71,8 +71,6 @@ class Stacked:
 
     def __init__(self, observations: Sequence[Observation], light_dispatch: float = 1.0) -> None:
         import numpy as np
-
-        from vitbench.timemodel.gpu_model import OpTable
 
         self.observations = list(observations)
         self.light_dispatch = light_dispatch
@@ -98,8 +96,6 @@ class Stacked:
 
     def latencies(self, params: GenerationParams) -> Any:
         import numpy as np
-
-        from vitbench.timemodel.gpu_model import host_weights, kernel_times
 
         out = np.zeros(len(self.observations))
         for spec, tf32, indices, table, starts, lengths, train, own in self.groups:

@@ -8,16 +8,15 @@ from typing import Any
 
 from vitbench.errors import SpecError
 from vitbench.row_warnings import warning
+from vitbench.timemodel import gpu_calibration
 from vitbench.timemodel.calibration.schema import CalibrationError
-from vitbench.timemodel.gpus import GPU_DEVICES, gpu
+from vitbench.timemodel.gpu_model import profile_for
+from vitbench.timemodel.gpus import GPU_DEVICES, gpu, match_device_name
 
 
 def gpu_profile(device: str) -> Any:
     """The GPU cost model's profile for a catalogue device, or for ``cuda`` (this machine's GPU,
     by its name)."""
-    from vitbench.timemodel.gpu_model import profile_for
-    from vitbench.timemodel.gpus import match_device_name
-
     if device == "cuda":
         import torch
 
@@ -33,8 +32,6 @@ def gpu_profile(device: str) -> Any:
 
 def refuse_a_gpu_calibration(path: Any) -> None:
     """After a CPU calibration file was refused: say so in one line when it is a GPU one."""
-    from vitbench.timemodel import gpu_calibration
-
     try:
         gpu_calibration.load(path)
     except CalibrationError:
@@ -47,8 +44,6 @@ def gpu_pricing(device: str, calibration: Any) -> tuple[Any, list[dict[str, str]
     :class:`~vitbench.timemodel.gpu_calibration.GpuCalibration` or its file), else for ``cuda``
     this card's calibration in the cache when there is one, else the published fit."""
     if calibration is not None:
-        from vitbench.timemodel import gpu_calibration
-
         if isinstance(calibration, gpu_calibration.GpuCalibration):
             found = calibration
         else:
@@ -68,8 +63,6 @@ def gpu_pricing(device: str, calibration: Any) -> tuple[Any, list[dict[str, str]
     profile = gpu_profile(device)
     if device == "cuda":
         import torch
-
-        from vitbench.timemodel import gpu_calibration
 
         path = gpu_calibration.cache_path(torch.cuda.get_device_name(), torch.__version__)
         if path.exists():

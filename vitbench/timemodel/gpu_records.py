@@ -15,6 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vitbench.models.references import resolve
+from vitbench.timemodel.gpu_fit import Observation
+from vitbench.timemodel.gpu_model import op_table
+from vitbench.timemodel.gpus import gpu
+from vitbench.timemodel.trace_cache import cached_traces
+
 #: the repository's recorded measurements: (machine, card, kind of file, path under the repository)
 RECORDED: tuple[tuple[str, str, str, str], ...] = (
     ("h100-vm", "h100", "calibration", "reports/h100/data/gpu_calibration.json"),
@@ -64,12 +70,6 @@ def observations(measured: Sequence[Measured], hosts: dict[str, tuple[float, flo
     """The fit's :class:`~vitbench.timemodel.gpu_fit.Observation` of each measurement: traced for
     CUDA (the trace cache keeps them), on its card at the card's sustained rates, with its
     machine's host (``hosts[machine]``: inference and training s per operator) where given."""
-    from vitbench.models.references import resolve
-    from vitbench.timemodel.gpu_fit import Observation
-    from vitbench.timemodel.gpu_model import op_table
-    from vitbench.timemodel.gpus import gpu
-    from vitbench.timemodel.trace_cache import cached_traces
-
     # each model built once for all the batches it was measured at
     batches: dict[tuple, set[int]] = {}
     for m in measured:

@@ -27,6 +27,7 @@ relative to the boost clock, which GeForce cards exceed).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 #: architecture generations, oldest first
@@ -214,8 +215,6 @@ def gpu(name: str) -> GpuSpec | None:
 def match_device_name(device_name: str) -> GpuSpec | None:
     """The entry for a name as ``torch.cuda.get_device_name()`` gives it ('NVIDIA H100 80GB HBM3');
     the longest matching name wins, so 'A100-SXM4-40GB' is not taken for any A100."""
-    import re
-
     lowered = str(device_name).lower()
     best: tuple[int, GpuSpec] | None = None
     for spec in CATALOGUE:

@@ -19,9 +19,12 @@ from __future__ import annotations
 import math
 import re
 import time
+from dataclasses import replace
 from typing import Any
 
 from vitbench.errors import SpecError
+from vitbench.timemodel.gpu_model import GpuProfile, HostParams, default_host
+from vitbench.timemodel.ops import _Recorder
 
 #: a cudaLaunchKernel call's host time, median over a BabelStream run on an A100 node (nsys
 #: cuda_api_sum: median 2.8 us, mean 3.4 us; argonne-lcf/ALCFBeginnersGuide polaris/02_profiling.md)
@@ -53,8 +56,6 @@ def parse_host_dispatch(value: Any) -> Any:
 
 def stated_host(seconds: float, source: str) -> Any:
     """A host dispatching inference operators at ``seconds`` each; training at the default host's ratio."""
-    from vitbench.timemodel.gpu_model import HostParams, default_host
-
     base = default_host()
     return HostParams(seconds, seconds * base.train_s / base.infer_s, source)
 
@@ -79,7 +80,6 @@ def _time_dispatch(torch: Any, repeats: int, min_time_s: float) -> float:
                                                       torch.nn.Linear(32, 16)) for _ in range(4)])
     block.eval()
     x = torch.randn(1, 4, 16)
-    from vitbench.timemodel.ops import _Recorder
 
     with torch.no_grad():
         recorder = _Recorder()
@@ -103,10 +103,6 @@ def _time_dispatch(torch: Any, repeats: int, min_time_s: float) -> float:
 
 def with_host(cal: Any, host: Any) -> Any:
     """A GPU profile ``cal`` with ``host``'s dispatch time (a CPU calibration as it is)."""
-    from dataclasses import replace
-
-    from vitbench.timemodel.gpu_model import GpuProfile
-
     if not isinstance(cal, GpuProfile):
         return cal
     return replace(cal, params=replace(cal.params, host_infer_s=host.infer_s, host_train_s=host.train_s),

@@ -17,11 +17,21 @@ operators move no data and are dropped.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
+from math import prod
 from typing import Any
 
+from vitbench.counters.dispatch import custom_mapping
+from vitbench.counters.formulas import sdpa_macs
+from vitbench.counters.memory_trace import fake_module
+from vitbench.errors import ModelError, ModelForwardError, foreign_call, model_code, model_forward
+from vitbench.models import materialize
+from vitbench.models.inputs import main_output
+from vitbench.models.step import autocast_dtype, make_optimizer, step_loss
 from vitbench.timemodel.attention_paths import math_attention, math_attention_bytes
 from vitbench.timemodel.conv_kernels import conv_backward_macs, conv_gemm_shape, conv_groups, native_depthwise, nchw_half
+from vitbench.timemodel.trace_setup import autocast_for, cuda_present, decomposed_fast_paths, deployed
 
 #: operators that only make views or read metadata: no data moves, no kernel runs
 VIEW_OPS = frozenset({
@@ -151,8 +161,6 @@ def _arg_shape(args: tuple, i: int) -> tuple[int, ...]:
 def _product_shape(name: str, args: tuple) -> tuple[int, ...]:
     """mm (a, b), addmm (c, a, b): (m, k, n); linear (x, w): (prod x[:-1], w[1], w[0]);
     bmm (a, b), baddbmm (c, a, b): (a0 x a1, a2, b2)."""
-    from math import prod
-
     if name == "mm":
         (m, k), (_, n) = _arg_shape(args, 0), _arg_shape(args, 1)
         return (m, k, n)
@@ -169,8 +177,6 @@ def _product_shape(name: str, args: tuple) -> tuple[int, ...]:
 def _composite_shape(name: str, args: tuple, out: Any) -> tuple[int, ...]:
     """matmul of two matrices (or stacks): (prod a[:-1], a[-1], b[-1]); otherwise from the
     result: (prod out[:-1], the first operand's last dimension, out[-1])."""
-    from math import prod
-
     import torch
 
     tensors = [tuple(t.shape) for t in _operands(name, args) if isinstance(t, torch.Tensor)]
@@ -185,8 +191,6 @@ def _composite_shape(name: str, args: tuple, out: Any) -> tuple[int, ...]:
 
 def _attention_shape(args: tuple) -> tuple[int, ...]:
     """Fused attention on q (..., L, E), k (..., S, E): (prod q[:-2] x L, E, S)."""
-    from math import prod
-
     q, k = _arg_shape(args, 0), _arg_shape(args, 1)
     return (prod(q[:-2]) * q[-2], q[-1], k[-2])
 
@@ -194,10 +198,6 @@ def _attention_shape(args: tuple) -> tuple[int, ...]:
 def _macs(func: Any, args: tuple, kwargs: dict, out: Any) -> int:
     """torch's own FLOP formula for the operator (FlopCounterMode's registry, vitbench's formulas
     for the fused kernels and for the composites inference mode dispatches whole), halved."""
-    from math import prod
-
-    from vitbench.counters.formulas import sdpa_macs
-
     name = func._overloadpacket.__name__
     if name == "linear":
         x, w = args[0], args[1]
@@ -229,8 +229,6 @@ def _registry() -> dict[Any, Any]:
     """FlopCounterMode's formulas (each takes tensors and ``out_val``), with vitbench's own."""
     if not _REGISTRY:
         from torch.utils.flop_counter import FlopCounterMode
-
-        from vitbench.counters.dispatch import custom_mapping
 
         _REGISTRY.update(FlopCounterMode(display=False, custom_mapping=custom_mapping()).flop_registry)
     return _REGISTRY
@@ -309,7 +307,7 @@ class _Recorder:
 
         class Record(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                out = func(*args, **(kwargs or {}))
+                out = foreign_call(func, *args, **(kwargs or {}))  # the model's operator
                 if recorder.recording:
                     op = describe(func, args, kwargs, out, recorder.in_optimizer, recorder.for_gpu,
                                   recorder.channels_last)
@@ -342,19 +340,14 @@ def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | N
     traced on the CPU instead, their kernels named as on a GPU (``for_gpu``).
     ``reparam``: the model in its deployed form (:func:`reparameterize`) before tracing;
     ``channels_last``: the model and its images in channels-last memory format."""
-    from vitbench.models.materialize import light_build
-    from vitbench.timemodel.trace_setup import cuda_present, deployed
-
     def make() -> Any:
-        return deployed(build) if reparam else light_build(build)
+        return deployed(build) if reparam else materialize.light_build(build)
 
     if device_type == "cuda" and (mode != "train" or cuda_present()):
         try:
             return _trace_module(make(), input_size, classes, batches, mode, precision, optimizer, "cuda",
                                  channels_last=channels_last)
-        except (KeyboardInterrupt, SystemExit, MemoryError):
-            raise
-        except Exception:  # noqa: BLE001 - a forward that makes CPU tensors: its CPU trace runs the same operators
+        except ModelError:  # a forward that makes CPU tensors: its CPU trace runs the same operators
             pass
     return _trace_module(make(), input_size, classes, batches, mode, precision, optimizer, "cpu",
                          for_gpu=device_type == "cuda", channels_last=channels_last)
@@ -363,8 +356,6 @@ def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | N
 def _trace_module(module: Any, input_size: tuple[int, int, int], classes: int | None, batches: tuple[int, ...],
                   mode: str, precision: str, optimizer: str, device_type: str, for_gpu: bool = False,
                   channels_last: bool = False) -> dict[int, list[Op]]:
-    from vitbench.timemodel.trace_setup import decomposed_fast_paths
-
     with decomposed_fast_paths():
         return _trace_steps(module, input_size, classes, batches, mode, precision, optimizer, device_type,
                             for_gpu or device_type == "cuda", channels_last)
@@ -375,12 +366,6 @@ def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | N
                  channels_last: bool) -> dict[int, list[Op]]:
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
-
-    from vitbench.counters.memory_trace import fake_module
-    from vitbench.errors import model_forward
-    from vitbench.models.inputs import main_output
-    from vitbench.models.step import autocast_dtype, step_loss
-    from vitbench.timemodel.trace_setup import autocast_for
 
     fake_mode = FakeTensorMode()
     layout = torch.channels_last if channels_last else torch.contiguous_format
@@ -408,7 +393,8 @@ def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | N
                         recorder.recording = True
                     loss = step_loss(out, labels)
                     del out
-                loss.backward()
+                with model_code():  # the model's backward
+                    loss.backward()
                 del loss
                 for parameter in module.parameters():
                     parameter.grad = None  # as zero_grad(set_to_none=True): the next step starts alike
@@ -433,8 +419,6 @@ def optimizer_template(optimizer: str, dtype: Any = None) -> list[tuple[Op, Op]]
     traced at two parameter sizes: pairs (op at 1024 elements, op at 4096 elements)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
-
-    from vitbench.models.step import make_optimizer
 
     dtype = dtype or torch.float32
     key = (optimizer, str(dtype))
@@ -486,11 +470,8 @@ def trace_target_batches(target: Any, batches: tuple[int, ...], mode: str, preci
     classes = target.spec.num_classes if target.spec is not None else None
     build = target.build
     if target.module is not None:
-        import copy
-
         def build():
             return copy.deepcopy(target.module)
-    from vitbench.errors import ModelForwardError
 
     try:
         return trace_batches(build, target.input_size, classes, tuple(batches), mode, precision, optimizer, device_type,

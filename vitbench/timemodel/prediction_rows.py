@@ -4,11 +4,19 @@ warning when the trace misses work, and the index of measured rows (``--measured
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 from typing import Any
 
+from vitbench.analytic.identity import identity_record
 from vitbench.errors import InputFileError, shown
+from vitbench.reading import read_results
 from vitbench.row_warnings import warning
+from vitbench.timemodel.cached_models import cached_counts
+from vitbench.timemodel.cost import training_cost
+from vitbench.timemodel.families import family
+from vitbench.timemodel.trace_setup import deployed
 
 
 def measured_and_cost(latency_s: float, seen: float | None, batch: int, mode: str, epochs: float | None,
@@ -22,8 +30,6 @@ def measured_and_cost(latency_s: float, seen: float | None, batch: int, mode: st
         columns["measured_latency_s"] = seen
         columns["pred_ratio"] = latency_s / seen
     if epochs is not None:
-        from vitbench.timemodel.cost import training_cost
-
         step_s = seen if seen is not None else latency_s
         columns.update(training_cost(step_s, batch, epochs, dataset_size, price_per_hour))
         columns["cost_basis"] = "measured" if seen is not None else "predicted"
@@ -34,11 +40,6 @@ def measured_and_cost(latency_s: float, seen: float | None, batch: int, mode: st
 
 def deployed_target(target: Any, counts: dict | None) -> Any:
     """``target`` built in its deployed (reparameterised) form, made once per command."""
-    import dataclasses
-    import functools
-
-    from vitbench.timemodel.trace_setup import deployed
-
     if getattr(target, "build", None) is None or getattr(target, "spec", None) is not None:
         return target
     cache = counts if counts is not None else {}
@@ -52,8 +53,6 @@ def row_head(target: Any, batch: int, device: str, mode: str, precision: str, op
               reparam: bool, counts: dict | None = None, warnings: list | None = None, use_cache: bool = True) -> dict[str, Any]:
     """A prediction row's identity, counted figures and settings; a refused question-cache entry
     of the counts adds its warning to ``warnings``."""
-    from vitbench.analytic.identity import identity_record
-    from vitbench.timemodel.cached_models import cached_counts
 
     row: dict[str, Any] = identity_record(target, batch)
     # no formula: params and MACs as analyze counts them, of the form that is priced
@@ -129,8 +128,6 @@ def measured_index(measured: Any) -> dict[tuple[str, str, str, int, str], float]
     true, missing) or priced from a latency that is no time (text, true, infinity, under a
     nanosecond) is refused in one line naming the row, the column and the value, never skipped
     or matched to batch 1; so are two rows of one key (as ``report`` refuses them)."""
-    from vitbench.reading import read_results
-
     rows, _ = read_results(measured, "measured")
     where = f"measured file={str(measured)!r}" if isinstance(measured, (str, os.PathLike)) else "measured records"
     if not rows and isinstance(measured, (str, os.PathLike)):  # an empty store, a header-only CSV: nothing measured
@@ -178,8 +175,6 @@ def error_band(profile: Any, model: str, mode: str, warned: bool = False) -> dic
     published - 1| that the validation on timm's published throughputs measured for this
     family of model on this GPU (``pred_error_basis`` says which measurements), or on the GPUs
     held out of fitting when this GPU was not measured."""
-    from vitbench.timemodel.families import family
-
     if getattr(profile, "calibrated_on", ""):
         band = profile.validation.get("calibration", {})
         basis = (f"held-out configurations of this card's calibration (n={band.get('n')})" if band.get("held_out") else

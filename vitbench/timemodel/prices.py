@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from vitbench.errors import InputFileError, SpecError
+from vitbench.input_files import read_input_text
+from vitbench.timemodel.gpus import GPU_DEVICES, gpu
 
 #: the largest price of an hour (a cost no float holds is a typo)
 MAX_PRICE = 10**9
@@ -37,8 +39,6 @@ MAX_PRICE_FILE_BYTES = 64 * 1024
 
 def _device_key(name: Any, field: str) -> str:
     """The catalogue key of a device named in a price list; SpecError naming ``field``."""
-    from vitbench.timemodel.gpus import GPU_DEVICES, gpu
-
     text = name.strip().lower() if isinstance(name, str) else None
     if text in ("cpu", "cuda"):
         return text
@@ -92,8 +92,6 @@ def parse_price_list(text: str, field: str = "price_per_hour") -> float | dict[s
 def load_price_file(path: str | os.PathLike) -> dict[str, float]:
     """The ``[prices]`` table of a TOML price file, keyed by catalogue device. Other tables
     (``[source]``: the date, the provider) are the file's own notes and are not read."""
-    from vitbench.input_files import read_input_text
-
     where = f"prices={str(path)!r}"
     text = read_input_text(path, where, max_bytes=MAX_PRICE_FILE_BYTES)
     try:

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vitbench.timemodel.ops import COMPUTE_KERNELS, describe
+
 #: (batch, image size, patch, dim, heads) of the token network; (batch, channels, image size) of the conv one
 TOKEN_SIZES = ((1, 32, 8, 32, 2), (2, 64, 8, 96, 4), (4, 224, 16, 256, 4))
 CONV_SIZES = ((1, 16, 32), (2, 32, 64), (2, 64, 112))
@@ -165,8 +167,6 @@ class OpTimer:
     def mode(self):
         from torch.utils._python_dispatch import TorchDispatchMode
 
-        from vitbench.timemodel.ops import describe
-
         timer = self
 
         class Timed(TorchDispatchMode):
@@ -233,8 +233,6 @@ class _null:
 
 def time_probes(clock: Callable[[], float] = time.process_time, threads: int = 1, block_s: float = 0.002):
     """Operator samples and step timings of every probe, inference and training."""
-    from vitbench.timemodel.ops import COMPUTE_KERNELS
-
     samples: list[tuple[Any, float]] = []
     steps: list[StepTiming] = []
     for name, factory, shape in probes():

@@ -39,6 +39,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from vitbench.errors import InputFileError, SpecError
+from vitbench.escape import terminal_text
+from vitbench.input_files import load_json, read_input_bytes
+from vitbench.row_warnings import warning
+from vitbench.store import atomic
+from vitbench.timemodel.trace_cache import library_versions, trace_dir
+
 #: bumped whenever an entry's fields change meaning
 FORMAT = 1
 #: an entry larger than this is not read (a resolution is about 1 KB, a memory profile a few KB)
@@ -60,8 +67,6 @@ class StaleEntry(ValueError):
 
 def question_dir() -> Path:
     """The trace cache's folder (:func:`~vitbench.timemodel.trace_cache.trace_dir`) / ``questions``."""
-    from vitbench.timemodel.trace_cache import trace_dir
-
     return trace_dir() / "questions"
 
 
@@ -84,8 +89,6 @@ def source_digest() -> str:
 def context() -> dict[str, Any]:
     """What every key holds besides its question (once per process)."""
     if not _CONTEXT:
-        from vitbench.timemodel.trace_cache import library_versions
-
         _CONTEXT.update(format=FORMAT, versions=dict(library_versions()), python=list(sys.version_info[:2]),
                         source=source_digest())
     return _CONTEXT
@@ -124,15 +127,11 @@ def checksum(kind: str, key: str, value: Any) -> str:
 def load_entry(path: Path, kind: str, key: str) -> Any:
     """The JSON value of the entry at ``path``; StaleEntry (or InputFileError from the gate)
     saying why it is not one of ``kind`` for ``key``."""
-    from vitbench.input_files import read_input_bytes
-
     return _entry_value(read_input_bytes(path, "question cache entry", max_bytes=MAX_ENTRY_BYTES), kind, key)
 
 
 def _entry_value(payload: bytes, kind: str, key: str) -> Any:
     """The value of an entry's bytes, every check of :func:`load_entry` but the file's."""
-    from vitbench.input_files import load_json
-
     data = load_json(payload, "question cache entry", max_depth=MAX_DEPTH, max_int_digits=MAX_INT_DIGITS, error=StaleEntry)
     if not isinstance(data, dict) or set(data) != _ENTRY_KEYS:
         raise StaleEntry(f"not an entry of this format (keys: {', '.join(sorted(_ENTRY_KEYS))})")
@@ -145,9 +144,6 @@ def _entry_value(payload: bytes, kind: str, key: str) -> Any:
 
 def refused(path: Path, reason: str) -> dict[str, str]:
     """The warning of a refused entry (no control character or line break, whatever the path holds)."""
-    from vitbench.escape import terminal_text
-    from vitbench.row_warnings import warning
-
     message = terminal_text(f"question cache entry {path} refused ({reason[:300]})", keep="")
     return warning("question-cache-refused", message, "recomputed from the library; nothing to do")
 
@@ -156,8 +152,6 @@ def read(kind: str, key: str, parse: Callable[[Any], T]) -> tuple[T | None, list
     """The value of the entry ``key`` of ``kind``, as ``parse`` (the kind's reader: raises
     StaleEntry for a value that is not one) makes it, and the warnings: (None, []) when it is
     absent, (None, [warning]) when it is refused."""
-    from vitbench.errors import InputFileError, SpecError
-
     path = question_dir() / f"{key}.json"
     if not os.path.lexists(path):
         return None, []
@@ -175,9 +169,6 @@ def write(kind: str, key: str, value: Any, parse: Callable[[Any], Any]) -> bool:
     """Store ``value`` (JSON) under ``key``, only when it reads back (:func:`read` with the kind's
     ``parse``: an entry that would be refused on every read is never written); False (and
     nothing raised) when it is not written."""
-    from vitbench.errors import SpecError
-    from vitbench.store.atomic import write_atomic
-
     directory = question_dir()
     entry = {"format": FORMAT, "kind": kind, "key": key, "value": value, "sha256": checksum(kind, key, value)}
     try:
@@ -191,7 +182,7 @@ def write(kind: str, key: str, value: Any, parse: Callable[[Any], Any]) -> bool:
         directory.mkdir(parents=True, exist_ok=True)
         if directory.is_symlink() or not directory.is_dir():
             return False
-        write_atomic(directory / f"{key}.json", payload)
+        atomic.write_atomic(directory / f"{key}.json", payload)
         return True
     return False
 

@@ -18,16 +18,24 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from vitbench.errors import ModelForwardError, SpecError
+from vitbench.counters.limits import trace_refusal
+from vitbench.errors import ModelError, ModelForwardError, OutputFileError, SpecError, error_detail
+from vitbench.measure.env import cpu_model
+from vitbench.models.target import is_module
 from vitbench.results import Records
 from vitbench.row_warnings import warning
-from vitbench.settings import MAX_THREADS, MODES, OPTIMIZERS, check_batch_size
+from vitbench.settings import MAX_THREADS, MODES, OPTIMIZERS, PREDICT_PRECISIONS, check_batch_size
 from vitbench.specs.limits import MAX_TRACED_BLOCKS, too_many_blocks
+from vitbench.timemodel.cached_models import resolve_cached
 from vitbench.timemodel.calibration.cache import cache_path, load, save
-from vitbench.timemodel.calibration.schema import PRECISION_DTYPES, Calibration, CalibrationError
+from vitbench.timemodel.calibration.schema import PRECISION_DTYPES, Calibration, CalibrationError, busy_warnings
 from vitbench.timemodel.calibration.worker import calibrate, default_threads
+from vitbench.timemodel.gpu_calibration import GpuCalibration
+from vitbench.timemodel.gpu_model import predict_gpu
 from vitbench.timemodel.gpu_pricing import gpu_pricing, gpu_profile, refuse_a_gpu_calibration  # noqa: F401 - gpu_profile: run.gpu_profile, as before
 from vitbench.timemodel.gpus import GPU_DEVICES, gpu
+from vitbench.timemodel.host import parse_host_dispatch, resolve_host, with_host
+from vitbench.timemodel.model import predict_ops
 from vitbench.timemodel.prediction_rows import (
     error_band,
     gpu_kernel_warnings,
@@ -36,12 +44,14 @@ from vitbench.timemodel.prediction_rows import (
     row_head,
     trace_warnings,
 )
+from vitbench.timemodel.prices import device_prices
+from vitbench.timemodel.trace_cache import cached_trace, take_refused
+from vitbench.version import __version__
 
 PREDICT_DEVICES = ("cpu", "cuda", *GPU_DEVICES)
 #: what a prediction's step may run in: fp32 (on a GPU, CUDA cores), tf32 (fp32 with TF32 tensor
 #: cores for matrix products and convolutions: ``torch.backends.cuda.matmul.allow_tf32``; GPUs
 #: only), bf16 / fp16 autocast (fp16: GPUs only)
-PREDICT_PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 
 #: the terminal and markdown table's columns, in the order of the question: what was asked (the
 #: model, device, batch, mode, precision), the answer (step, throughput, what bounds it, the
@@ -102,8 +112,6 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
     (:func:`~vitbench.timemodel.calibration.cache.cache_dir`) is read, or the device calibrated on
     first use and the result saved there. ``on_calibrate(message)`` hears when a calibration
     starts (it takes about half a minute)."""
-    from vitbench.timemodel.calibration.schema import busy_warnings
-
     found, warnings = _resolve_calibration(device, threads, precisions, calibration, recalibrate, on_calibrate)
     if isinstance(found, Calibration):  # one measured while other processes held the cores says so
         warnings = [*warnings, *busy_warnings(found)]
@@ -123,7 +131,6 @@ def _resolve_calibration(device: str, threads: int | None, precisions: Iterable[
         return calibration, warnings
     if device != "cpu":
         return gpu_pricing(device, calibration)
-    from vitbench.timemodel.gpu_calibration import GpuCalibration
 
     if isinstance(calibration, GpuCalibration):
         raise SpecError("calibration", "a GPU calibration", "--device cpu needs a CPU one (`vitbench calibrate`)")
@@ -139,7 +146,6 @@ def _resolve_calibration(device: str, threads: int | None, precisions: Iterable[
         _check_given(found, device, threads, str(calibration))
         return found, warnings
     threads = threads or default_threads()
-    from vitbench.measure.env import cpu_model
 
     path = cache_path("cpu", cpu_model() or "", threads, torch.__version__)
     if not recalibrate and path.exists():
@@ -154,7 +160,6 @@ def _resolve_calibration(device: str, threads: int | None, precisions: Iterable[
         on_calibrate(f"calibrating the CPU at {threads} thread{'s' if threads > 1 else ''} "
                      f"(once per machine, thread count and torch version; about 30 s); it will be saved to {path}")
     made = calibrate("cpu", threads, tuple(sorted(precisions)))
-    from vitbench.errors import OutputFileError
 
     try:
         save(made, path)
@@ -194,8 +199,6 @@ def traced_ops(target: Any, batch_size: int, mode: str, precision: str, optimize
     """The operators of one step (:func:`~vitbench.timemodel.ops.trace_target_ops`), remembered
     per configuration in this process and, for models named by a stable reference, on disk
     (:mod:`vitbench.timemodel.trace_cache`)."""
-    from vitbench.timemodel.trace_cache import cached_trace
-
     traced_precision = "fp32" if precision == "tf32" else precision
     key = (target, id(target.module) if target.module is not None else None, batch_size, mode, traced_precision,
            optimizer, device_type, reparam)
@@ -294,20 +297,14 @@ def predict(
     """
     import torch
 
-    from vitbench import __version__
-    from vitbench.models.target import is_module
-    from vitbench.timemodel.cached_models import resolve_cached
-
     devices = check_devices(device)
     modes = _as_list("mode", mode, MODES)
     batches = _as_list("batch_size", batch_size)
     precisions = _as_list("precision", precision, PREDICT_PRECISIONS)
     _as_list("optimizer", optimizer, OPTIMIZERS)
-    from vitbench.timemodel.prices import device_prices
 
     prices = device_prices(price_per_hour, devices, prices_file)
     _check_arguments(devices, precisions, threads, reparam, epochs, dataset_size, price_per_hour)
-    from vitbench.timemodel.host import parse_host_dispatch, resolve_host, with_host
 
     if parse_host_dispatch(host_dispatch) is not None and devices == ["cpu"]:
         raise SpecError("host_dispatch", host_dispatch, "is for GPU devices (--device h100, ...)")
@@ -361,8 +358,9 @@ class _Context:
 def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str | None, traces: dict,
                 context: _Context) -> dict[str, Any]:
     """The row of one configuration (target, mode, batch, precision) on one device: refused
-    from the spec, refused for the model's own failing forward, an error when the step cannot be
-    traced (the reason in ``error``, the traceback in ``error_detail``), else priced."""
+    from the spec, refused for the model's own failing forward, refused when the model's code
+    cannot be traced otherwise (the reason in ``error``, the traceback in ``error_detail``), else
+    priced. vitbench's own exception is not a row: it ends the command."""
     target, run_mode, batch, prec = configuration
     cal, warnings = priced
     row_warnings = [*warnings, *context.refused.get(id(target), ())]
@@ -377,23 +375,19 @@ def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str |
         try:
             traces[device_type] = traced_ops(target, batch, run_mode, prec, context.optimizer, device_type,
                                              context.reparam, context.trace_cache)
-        # any model's failure to trace becomes its row (a model torch cannot trace on fake tensors
-        # is not vitbench's bug); the traceback is kept in the row
-        except Exception as exc:  # noqa: BLE001
+        # the model's code failing (its forward, its backward on fake tensors) becomes its row, the
+        # traceback kept in it; vitbench's own exception ends the command (exit 3)
+        except ModelError as exc:
             traces[device_type] = exc
     ops = traces[device_type]
-    from vitbench.timemodel.trace_cache import take_refused
 
     row_warnings.extend(take_refused())
     if isinstance(ops, ModelForwardError):  # the model's own forward failed: the user's to fix (exit 2)
         return {**row, "status": "refused", "error": ops.detail, "pred_basis": cal.label, "warnings": row_warnings,
                 **context.environment}
-    if isinstance(ops, Exception):
-        import traceback
-
-        return {**row, "status": "error", "error": f"cannot trace the step: {type(ops).__name__}: {ops}".splitlines()[0],
-                "error_detail": "".join(traceback.format_exception(type(ops), ops, ops.__traceback__)),
-                "pred_basis": cal.label, "warnings": row_warnings, **context.environment}
+    if isinstance(ops, ModelError):  # the model's code cannot run on fake tensors (its backward, say)
+        return {**row, "status": "refused", "error": f"cannot trace the step: {ops.detail}".splitlines()[0],
+                "error_detail": error_detail(ops), "pred_basis": cal.label, "warnings": row_warnings, **context.environment}
     prediction = _price(ops, cal, run_mode, prec)
     row.update(prediction.columns(batch))
     row["pred_basis"] = cal.label
@@ -435,8 +429,6 @@ def _refusal(target: Any, batch: int) -> str | None:
 def _too_large(target: Any, batch: int) -> str | None:
     """Why the step's trace must not build ``target`` (too large to count, or its largest weight
     does not fit in memory)."""
-    from vitbench.counters.limits import trace_refusal
-
     found = trace_refusal(target.spec, "tracing the step", batch)
     return found and (f"{target.overrides_text}: {found}" if target.overrides else found)
 
@@ -463,9 +455,6 @@ def _check_arguments(devices: list[str], precisions: list[str], threads: Any, re
 def _price(ops: list, cal: Any, mode: str, precision: str) -> Any:
     """The step's prediction on the CPU calibration or the GPU profile ``cal``."""
     if isinstance(cal, Calibration):
-        from vitbench.timemodel.model import predict_ops
-
         return predict_ops(ops, cal, mode)
-    from vitbench.timemodel.gpu_model import predict_gpu
 
     return predict_gpu(ops, cal, mode, tf32=precision == "tf32")

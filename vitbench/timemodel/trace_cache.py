@@ -34,10 +34,18 @@ import json
 import os
 import re
 import zlib
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from vitbench.timemodel.ops import Op
+from vitbench.errors import InputFileError, shown
+from vitbench.escape import terminal_text
+from vitbench.input_files import load_json, read_input_bytes
+from vitbench.row_warnings import warning
+from vitbench.store import atomic
+from vitbench.timemodel import ops as step_ops
+from vitbench.timemodel.ops import COMPONENTS, Op
+from vitbench.version import __version__
 
 #: bumped whenever the traced operators or their fields change meaning (3: the checksum)
 FORMAT = 5  # 4: scaled_dot_product_attention on other than 4-D tensors is the math path (attention_paths.math_attention);
@@ -65,10 +73,6 @@ def trace_dir() -> Path:
 
 
 def _library_versions() -> dict[str, str]:
-    from importlib import metadata
-
-    from vitbench import __version__
-
     out = {"vitbench": __version__}
     for name in ("torch", "timm", "transformers", "torchvision"):
         try:
@@ -139,8 +143,6 @@ def _name(value: Any, seen: set[str]) -> bool:
 
 def _valid(values: list, dtypes: frozenset[str], seen: set[str]) -> bool:
     """Are an operator's eight fields each what :func:`_op` asks of it?"""
-    from vitbench.timemodel.ops import COMPONENTS
-
     name, component, macs, moved, shape, dtype, kernel, aliases = values
     return (_name(name, seen) and component in COMPONENTS and _count(macs) and _count(moved) and type(shape) is list
             and len(shape) in (0, 3, 4) and all(map(_count, shape)) and type(dtype) is str and dtype in dtypes
@@ -150,8 +152,6 @@ def _valid(values: list, dtypes: frozenset[str], seen: set[str]) -> bool:
 def _op(values: Any, dtypes: frozenset[str], seen: set[str] | None = None) -> Op:
     """One operator from its eight JSON fields, checked; StaleEntry naming the first that is wrong.
     ``seen``: the names already found valid in this entry (an entry repeats a few dozen names)."""
-    from vitbench.timemodel.ops import COMPONENTS
-
     if not isinstance(values, list) or len(values) != 8:
         raise StaleEntry("an operator is not a list of 8 fields")
     name, component, macs, moved, shape, dtype, kernel, aliases = values
@@ -167,16 +167,12 @@ def _op(values: Any, dtypes: frozenset[str], seen: set[str] | None = None) -> Op
     )
     for field, ok in checks:
         if not ok:
-            from vitbench.errors import shown
-
             raise StaleEntry(f"an operator's {field}={shown(values[[c[0] for c in checks].index(field)], 40)} is not valid")
     return Op(name, component, macs, moved, tuple(shape), dtype, kernel, bool(aliases))
 
 
 def _unpacked(path: Path) -> bytes:
     """The entry's JSON text, through the one gate and unpacked to a bound."""
-    from vitbench.input_files import read_input_bytes
-
     packed = read_input_bytes(path, "trace", max_bytes=MAX_ENTRY_BYTES)
     unpacker = zlib.decompressobj(wbits=31)  # gzip, unpacked to a bound (a small bomb stays small)
     try:
@@ -193,8 +189,6 @@ def _unpacked(path: Path) -> bytes:
 def load_entry(path: Path, key: str) -> list[Op]:
     """The operators of the entry at ``path`` for ``key``; StaleEntry (or InputFileError from the
     gate) saying why it is not one."""
-    from vitbench.input_files import load_json
-
     data = load_json(_unpacked(path), "trace", max_depth=4, max_int_digits=len(str(MAX_COUNT)), error=StaleEntry)
     if not isinstance(data, dict) or set(data) != _ENTRY_KEYS:
         raise StaleEntry(f"not an entry of this format (keys: {', '.join(sorted(_ENTRY_KEYS))})")
@@ -216,9 +210,6 @@ _REFUSED: list[dict[str, str]] = []
 def _warn(path: Path, reason: str) -> None:
     """Remember a refused entry as a warning (no control character, no line break, whatever the
     path holds): the rows of the prediction that traced again carry it."""
-    from vitbench.escape import terminal_text
-    from vitbench.row_warnings import warning
-
     message = terminal_text(f"trace cache entry {path} refused ({reason[:300]})", keep="")
     _REFUSED.append(warning("trace-cache-refused", message, "traced again; nothing to do"))
     del _REFUSED[:-100]
@@ -235,8 +226,6 @@ def read(key: str) -> list[Op] | None:
     """The cached operators for ``key``, or None: absent (silently), or not a valid entry
     (:func:`load_entry`: not a regular file, over :data:`MAX_ENTRY_BYTES` packed or 8 times that
     unpacked, damaged, tampered, stale), with a warning (:func:`take_refused`); the caller traces again."""
-    from vitbench.errors import InputFileError
-
     path = trace_dir() / f"{key}.json.gz"
     if not os.path.lexists(path):
         return None
@@ -254,8 +243,6 @@ def read(key: str) -> list[Op] | None:
 
 def write(key: str, ops: list[Op]) -> bool:
     """Store ``ops`` under ``key``; False (and nothing raised) when the cache cannot be written."""
-    from vitbench.store.atomic import write_atomic
-
     directory = trace_dir()
     fields = [list(op.as_tuple()) for op in ops]
     entry = {"format": FORMAT, "key": key, "ops": fields, "sha256": checksum(key, fields)}
@@ -264,7 +251,7 @@ def write(key: str, ops: list[Op]) -> bool:
         directory.mkdir(parents=True, exist_ok=True)
         if directory.is_symlink() or not directory.is_dir():
             return False
-        write_atomic(directory / f"{key}.json.gz", payload)
+        atomic.write_atomic(directory / f"{key}.json.gz", payload)
         return True
     return False
 
@@ -273,14 +260,12 @@ def cached_trace(target: Any, batch: int, mode: str, precision: str, optimizer: 
                  reparam: bool = False, use_cache: bool = True, channels_last: bool = False) -> list[Op]:
     """The operators of one step (:func:`~vitbench.timemodel.ops.trace_target_ops`), from the
     disk cache when this configuration was traced before."""
-    from vitbench.timemodel.ops import trace_target_ops
-
     key = cache_key(target, batch, mode, precision, optimizer, device_type, reparam, channels_last) if use_cache else None
     if key is not None:
         found = read(key)
         if found is not None:
             return found
-    ops = trace_target_ops(target, batch, mode, precision, optimizer, device_type, reparam, channels_last)
+    ops = step_ops.trace_target_ops(target, batch, mode, precision, optimizer, device_type, reparam, channels_last)
     if key is not None:
         write(key, ops)
     return ops
@@ -289,15 +274,14 @@ def cached_trace(target: Any, batch: int, mode: str, precision: str, optimizer: 
 def cached_traces(target: Any, batches: tuple[int, ...], mode: str, precision: str, optimizer: str,
                   device_type: str = "cpu", reparam: bool = False, channels_last: bool = False) -> dict[int, list[Op]]:
     """:func:`cached_trace` at several batches, building the module once for those not cached."""
-    from vitbench.timemodel.ops import trace_target_batches
-
     keys = {batch: cache_key(target, batch, mode, precision, optimizer, device_type, reparam, channels_last)
             for batch in batches}
     found = {batch: read(key) for batch, key in keys.items() if key is not None}
     out = {batch: ops for batch, ops in found.items() if ops is not None}
     missing = tuple(batch for batch in batches if batch not in out)
     if missing:
-        traced = trace_target_batches(target, missing, mode, precision, optimizer, device_type, reparam, channels_last)
+        traced = step_ops.trace_target_batches(target, missing, mode, precision, optimizer, device_type, reparam,
+                                               channels_last)
         for batch, ops in traced.items():
             if keys[batch] is not None:
                 write(keys[batch], ops)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from vitbench.errors import ModelError, model_code
+
 
 def deployed(build: Any) -> Any:
     """``build()``'s module reparameterised (:func:`reparameterize`): built on meta (fusing
@@ -14,11 +16,9 @@ def deployed(build: Any) -> Any:
     import torch
 
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), model_code():
             return reparameterize(build())
-    except (KeyboardInterrupt, SystemExit, MemoryError):
-        raise
-    except Exception:  # noqa: BLE001 - retried with real tensors
+    except ModelError:  # the model's code cannot run on meta: retried with real tensors
         pass
     with torch.device("cpu"):
         return reparameterize(build())

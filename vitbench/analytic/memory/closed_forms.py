@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vitbench.analytic.cnn import cnn_layers
 from vitbench.errors import SpecError
 from vitbench.settings import ATTENTIONS, MODES, OPTIMIZERS, PRECISIONS, check_batch_size
 from vitbench.specs import ModelSpec, ViTSpec
@@ -78,7 +79,6 @@ def buffers_bytes(spec: ModelSpec) -> int:
     running_var (2 * 4 C) and num_batches_tracked (8); the ViT's fixed sin-cos table (4 N d)."""
     if isinstance(spec, ViTSpec):
         return FP32_BYTES * spec.num_patches * spec.embed_dim if spec.pos_embed == "sincos-2d" else 0
-    from vitbench.analytic.cnn import cnn_layers
 
     return sum(
         layer.params * FP32_BYTES + INDEX_BYTES  # params = 2 C (weight and bias)

@@ -9,6 +9,7 @@ stem's output lives through all stages.
 
 from __future__ import annotations
 
+from vitbench.analytic.cnn import cnn_layers
 from vitbench.analytic.memory.closed_forms import FP32_BYTES, INDEX_BYTES
 from vitbench.analytic.memory.cnn_ops import CNNOps, conv_geometry
 from vitbench.analytic.memory.replay import Replay, Tensor
@@ -31,7 +32,6 @@ def cnn_param_sizes(spec: ResNetSpec | PlainCNNSpec) -> list[int]:
             sizes += [features * out_f, out_f]
             features = out_f
         return sizes
-    from vitbench.analytic.cnn import cnn_layers
 
     sizes = []
     for layer in cnn_layers(spec):

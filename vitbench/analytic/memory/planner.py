@@ -18,6 +18,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from vitbench.analytic import params
 from vitbench.analytic.memory.closed_forms import (
     FP32_BYTES,
     attention_matrix_bytes,
@@ -87,8 +88,6 @@ def _check_supported(model: Any) -> None:
 def _profile(spec: ModelSpec, mode: str, precision: str, optimizer: str, attention: str,
              batch_one: bool) -> Profile:
     """The replay for batches of one image (``batch_one``) or of more (kernels differ)."""
-    from vitbench.analytic import params
-
     w = value_bytes(precision)
     r = Replay(grad=mode == "train", low=w != FP32_BYTES, batch_one=batch_one)
     if isinstance(spec, ViTSpec):
@@ -186,7 +185,6 @@ def memory_estimate(
     check_run(mode, precision, optimizer)
     kernel = resolve_attention(spec, attention)
     _check_supported(spec)
-    from vitbench.analytic import params
 
     p = params(spec)
     train = mode == "train"

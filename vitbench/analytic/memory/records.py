@@ -9,15 +9,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from vitbench import analytic
 from vitbench.analytic.memory.closed_forms import check_batch, check_run
 from vitbench.analytic.memory.planner import largest_batch, memory_estimate, plan, spec_of, unsupported_reason
 from vitbench.analytic.memory.replay import Profile
-from vitbench.errors import SpecError
+from vitbench.errors import SpecError, VitbenchError, error_reason
 from vitbench.results import Records
 from vitbench.row_warnings import warning
 from vitbench.specs.identity import RowIdentity
 from vitbench.specs.limits import MAX_REPLAYED_BLOCKS, too_many_blocks
 from vitbench.specs.target import Target
+from vitbench.units import binary_bytes
 
 #: identity columns taken from the analytic complexity record
 IDENTITY = ("kind", "img_size", "patch_size", "batch_size", "params", "macs")
@@ -33,14 +35,12 @@ def identity_record(model: Any, batch_size: int | None) -> dict[str, Any]:
     spec_key, img_size, patch_size, batch_size, overrides) of ``model`` (a Target or a spec) at
     ``batch_size``, with params and MACs from the analytic formulas (None where there is no spec,
     MACs None without a batch)."""
-    from vitbench.analytic import complexity
-
     identity = RowIdentity.of(model, batch_size)
     spec = model.spec if isinstance(model, Target) else model
     out: dict[str, Any] = {k: v for k, v in identity.columns().items() if k != "overrides"}
     out.update(params=None, macs=None)
     if spec is not None:
-        figures = complexity(spec, batch_size or 1)
+        figures = analytic.complexity(spec, batch_size or 1)
         out["params"] = figures.params
         out["macs"] = figures.macs if batch_size is not None else None
     if identity.overrides:
@@ -106,7 +106,6 @@ def _budget(record: dict[str, Any], memory_bytes: int | None, max_batch: int | N
     """memory_bytes, max_batch_size, fits (and the warning when not one image fits)."""
     if memory_bytes is None:
         return
-    from vitbench.units import binary_bytes
 
     if max_batch == 0:
         warnings.append(warning("does-not-fit", f"does not fit: batch size 1 needs {binary_bytes(peak_of(1))}, "
@@ -138,8 +137,8 @@ def _replayed_record(model, spec, memory_bytes, batch_size, mode, precision, opt
 def _traced_record(model, reason, trace, memory_bytes, batch_size, mode, precision, optimizer):
     try:
         profile = trace(model, mode, precision, optimizer)
-    except Exception as exc:  # noqa: BLE001 - a model fake tensors cannot run: say so, predict nothing
-        failed = f"tracing it on fake tensors failed: {exc.__class__.__name__}: {exc}".splitlines()[0]
+    except VitbenchError as exc:  # a model fake tensors cannot run (a ModelError): say so, predict nothing
+        failed = f"tracing it on fake tensors failed: {error_reason(exc)}".splitlines()[0]
         return _unsupported_record(model, [warning("memory-unavailable", reason), warning("memory-unavailable", failed)],
                                    memory_bytes, batch_size, mode, precision, optimizer)
     max_batch = largest_batch(profile, memory_bytes) if memory_bytes is not None else None

@@ -8,19 +8,32 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from vitbench.errors import SpecError, VitbenchError
+from vitbench.errors import ModelBuildError, SpecError, model_code
+from vitbench.models.derive import derive_spec
 from vitbench.models.target import Target, light_module, remember
+from vitbench.specs.model_ref import parse_value
+
+
+def guarded(reference: str, build: Callable[[], Any]) -> Callable[[], Any]:
+    """``build`` behind the model-code boundary: what the library's or the user's constructor
+    raises (an unexpected keyword argument, its own check) is a :class:`ModelBuildError`, one
+    line naming the reference; vitbench's own exceptions pass as they are."""
+
+    def build_guarded() -> Any:
+        with model_code(lambda exc: _build_error(reference, exc)):
+            return build()
+
+    return build_guarded
+
+
+def _build_error(reference: str, exc: Exception) -> ModelBuildError:
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return ModelBuildError("model", reference, f"could not be built: {type(exc).__name__}: {message}")
 
 
 def probe(reference: str, key: Any, build: Callable[[], Any]) -> Any:
     """The module (parameters on meta, real buffers); a builder failure is one line."""
-    try:
-        module = light_module(key, build)
-    except VitbenchError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the library's own error, e.g. an unexpected keyword argument
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise SpecError("model", reference, f"could not be built: {type(exc).__name__}: {message}") from None
+    module = light_module(key, guarded(reference, build))
     from torch import nn
 
     if not isinstance(module, nn.Module):
@@ -43,8 +56,6 @@ def class_parameters(cls: type) -> set[str]:
     """Keyword parameters a class's constructor takes: its ``__init__``'s, and, while an
     ``__init__`` passes ``**kwargs`` on (as timm's ``VisionTransformerDistilled`` does to
     ``VisionTransformer``), those of the classes it inherits from."""
-    import inspect
-
     names: set[str] = set()
     for klass in cls.__mro__:
         init = klass.__dict__.get("__init__")
@@ -62,8 +73,6 @@ def class_parameters(cls: type) -> set[str]:
 
 def typed(value: Any) -> Any:
     """Override values arrive as text from the command line: parse them like reference values."""
-    from vitbench.specs.model_ref import parse_value
-
     return parse_value(value) if isinstance(value, str) else value
 
 
@@ -82,8 +91,6 @@ def finish(
 ) -> Target:
     """The Target, with the analytic spec derived from the built module when complete
     (``library``: which library built it, when that is not the source, e.g. a py factory)."""
-    from vitbench.models.derive import derive_spec
-
     spec, note = derive_spec(module, source=library or source, img_size=input_size[1:])
     if spec is not None:
         spec = dataclasses.replace(spec, name=reference)
@@ -94,7 +101,7 @@ def finish(
         spec=spec,
         analytic_note=note,
         overrides=tuple(shown.items()),
-        build=build,
+        build=guarded(reference, build),
     )
     remember(("target", target), module)  # the counters reuse this build
     return target

@@ -14,6 +14,7 @@ so that tracers see tensors. An encoder that takes each image's patch grid besid
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from vitbench.errors import SpecError
@@ -67,8 +68,6 @@ def _forward_inputs(arch: str) -> tuple[str | None, list[str]]:
     """(the first argument of the base model's forward, the others it requires), read from the
     class without building it; (None, []) when it cannot be read. An image encoder takes
     ``pixel_values`` first and requires nothing else."""
-    import inspect
-
     import transformers
     from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
 
@@ -93,8 +92,6 @@ GRID_KEYWORDS = ("target_sizes", "tgt_sizes")
 def _grid_keyword(module: Any) -> str | None:
     """The forward argument through which ``module`` wants each image's patch grid (MiniCPM's
     vision towers: ``target_sizes``), None for an encoder that takes the pixels alone."""
-    import inspect
-
     parameters = inspect.signature(module.forward).parameters
     if list(parameters)[:1] != ["pixel_values"]:
         return None

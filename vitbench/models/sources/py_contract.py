@@ -33,13 +33,20 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import csv
 import functools
+import importlib.machinery
+import importlib.machinery as machinery
+import inspect
 import os
+import site
 import sys
+import sysconfig
 from collections.abc import Iterator
+from importlib import metadata
 from typing import Any
 
-from vitbench.errors import SpecError
+from vitbench.errors import SpecError, model_code
 
 _IMPORTS_REFUSED: contextvars.ContextVar[bool] = contextvars.ContextVar("vitbench_py_imports_refused", default=False)
 
@@ -78,9 +85,6 @@ LIBRARY_FOLDER_NAMES = ("site-packages", "dist-packages", "__pypackages__")
 
 @functools.lru_cache(maxsize=1)
 def _site_folders() -> tuple[str, ...]:
-    import site
-    import sysconfig
-
     paths = sysconfig.get_paths()
     folders = [paths.get("purelib"), paths.get("platlib")]
     with contextlib.suppress(AttributeError):
@@ -92,8 +96,6 @@ def _site_folders() -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=1)
 def _stdlib_folders() -> tuple[str, ...]:
-    import sysconfig
-
     paths = sysconfig.get_paths()
     return tuple(_real(paths[k]) for k in ("stdlib", "platstdlib") if paths.get(k))
 
@@ -123,8 +125,6 @@ def _recorded(dist: Any) -> tuple[str, list[str]] | None:
     """The folder a distribution's recorded files are relative to, and those files: its RECORD
     (dist-info) or installed-files.txt (an installed egg-info). A development egg-info's
     SOURCES.txt (the project's own sources) is not an installation's record."""
-    import csv
-
     with contextlib.suppress(Exception):
         text = dist.read_text("RECORD")
         if text:
@@ -141,8 +141,6 @@ def _distribution_files() -> dict[str, str]:
     the library folders (those are refused as a whole): ``pip install --target``, data files,
     scripts. An editable install records only its finder and ``.pth`` (in site-packages): the
     project's own folder is the user's code."""
-    from importlib import metadata
-
     out: dict[str, str] = {}
     for dist in metadata.distributions():
         recorded = _recorded(dist)
@@ -189,8 +187,6 @@ def _refuse(reference: str, why: str) -> SpecError:
 def _loaded(module_path: str, attribute: str | None) -> str | None:
     """``module.qualname`` of the function or class ``attribute`` when its module is loaded
     already: a plain lookup in the module's namespace (no import, no module ``__getattr__``)."""
-    import inspect
-
     module = sys.modules.get(module_path)
     namespace = getattr(module, "__dict__", None) if module is not None else None
     found = namespace.get(attribute) if isinstance(namespace, dict) and attribute else None
@@ -217,8 +213,6 @@ def _finders() -> list[Any]:
     """The finders consulted, in ``sys.meta_path``'s order: the path finder and editable installs'
     finders (a lookup in a table: they run nothing). Any other finder is not asked: a module only
     it serves is not found (a finder may run code: setuptools' distutils shim imports)."""
-    import importlib.machinery
-
     path_finder = importlib.machinery.PathFinder
     finders = [f for f in sys.meta_path if f is path_finder or str(getattr(f, "__module__", "")).startswith("__editable__")]
     return finders if path_finder in finders else [path_finder, *finders]
@@ -255,8 +249,6 @@ def _top(reference: str, module_path: str) -> tuple[str | None, list[str] | None
     """(file, package folders) of the top-level module: loaded already, or found by
     :func:`_finders` on ``sys.path`` and then in the current directory, as
     :func:`~vitbench.models.sources.py_factory.import_namespace` imports it; nothing executed."""
-    import importlib.machinery
-
     top = module_path.split(".")[0]
     if top in sys.modules:
         return _of_module(sys.modules[top])
@@ -279,8 +271,6 @@ def _find_below(name: str, folders: list[str]) -> tuple[str | None, list[str] | 
     path finder's file finders see them (a module, a package, or the portions of a namespace
     package); ``PathFinder.find_spec`` itself looks a namespace package's parent up in
     ``sys.modules``, where a parent found without importing is not."""
-    import importlib.machinery as machinery
-
     loaders = ((machinery.ExtensionFileLoader, machinery.EXTENSION_SUFFIXES),
                (machinery.SourceFileLoader, machinery.SOURCE_SUFFIXES),
                (machinery.SourcelessFileLoader, machinery.BYTECODE_SUFFIXES))
@@ -339,12 +329,9 @@ def check_static(reference: str, module_path: str, attribute: str | None = None)
         raise _refuse(reference, f"{top!r} is a module of Python's standard library, not a model factory")
     if top == "vitbench":
         raise _refuse(reference, "vitbench's own modules are not model factories (its models are presets: `vitbench models`)")
-    try:
+    # a finder's own failure (another package's import hook) is refused: fail closed
+    with model_code(lambda exc: _refuse(reference, f"{module_path!r} cannot be located without importing it ({type(exc).__name__})")):
         levels = _levels(reference, module_path)
-    except SpecError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a finder's own failure: refused, fail closed
-        raise _refuse(reference, f"{module_path!r} cannot be located without importing it ({type(exc).__name__})") from None
     for name, origin in levels:
         if origin is None:  # a namespace package: no code of its own
             continue
@@ -370,9 +357,6 @@ def check_module(reference: str, module_path: str, namespace: Any) -> None:
 def _layers(factory: Any) -> list[Any]:
     """What calling ``factory`` runs, outermost first: ``functools.partial`` and bound methods
     unwrapped, then each ``__wrapped__`` (decorators)."""
-    import functools
-    import inspect
-
     layers = [factory]
     inner = factory
     for _ in range(100):
@@ -413,8 +397,6 @@ def check_factory(reference: str, factory: Any) -> None:
     """Before the call: an ``nn.Module`` class or a plain Python function whose code (every
     layer of it: a ``functools.partial``, a bound method, a decorator's wrapper) is the user's
     own (:func:`not_user_code`): no built-in, no other class, no re-exported library callable."""
-    import inspect
-
     layers = _layers(factory)
     inner = layers[-1]
     if isinstance(inner, type):

@@ -22,9 +22,11 @@ import importlib
 import importlib.util
 import os
 import re
+import sys
 from typing import Any
 
-from vitbench.errors import SpecError
+from vitbench.errors import ModelBuildError, SpecError, foreign_call, model_code
+from vitbench.models.inputs import library_of, module_input_size
 from vitbench.models.sources.common import accepted, finish, key_of, probe, typed
 from vitbench.models.sources.py_contract import (
     check_factory,
@@ -42,8 +44,6 @@ def import_namespace(reference: str, module_path: str) -> Any:
     """The module a ``py:`` reference names: a dotted module importable from ``sys.path`` or,
     failing that, from the current directory (``vitbench`` run as a console script does not
     put it on the path); or a ``.py`` file by its path (relative to the current directory)."""
-    import sys
-
     check_import_allowed(reference)
     if module_path.endswith(".py"):
         path = os.path.abspath(module_path)
@@ -56,10 +56,11 @@ def import_namespace(reference: str, module_path: str) -> Any:
         namespace = importlib.util.module_from_spec(spec)
         sys.modules[name] = namespace
         try:
-            spec.loader.exec_module(namespace)
-        except Exception as exc:  # noqa: BLE001 - the user's file failed: say so in one line
+            with model_code(lambda exc: ModelBuildError("model", reference, f"cannot import {module_path!r}: {type(exc).__name__}: {exc}")):
+                spec.loader.exec_module(namespace)  # the user's file: its failure is one line
+        except BaseException:
             del sys.modules[name]
-            raise SpecError("model", reference, f"cannot import {module_path!r}: {type(exc).__name__}: {exc}") from None
+            raise
         return namespace
     if not _MODULE.fullmatch(module_path):
         raise SpecError("model", reference, "must be py:package.module:factory or py:path/to/file.py:factory")
@@ -190,8 +191,6 @@ def taken(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str
 
 
 def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[str, Any], used: set[str]):
-    from vitbench.models.inputs import library_of, module_input_size
-
     factory = _factory(reference, name, kwargs)
     takes = accepted(factory) or set()
     shown = dict(kwargs)
@@ -203,7 +202,7 @@ def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[s
     final = {k: v for k, v in shown.items() if k != "img_size" or k in takes}
 
     def build():
-        return factory(**final)
+        return foreign_call(factory, **final)  # the user's factory: an unexpected keyword is theirs
 
     module = probe(reference, key_of("py", name, final), build)
     default = module_input_size(module)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from vitbench import analytic
+from vitbench.analytic import scaling
 from vitbench.reporting import markdown as md
+from vitbench.reporting import plots
 from vitbench.reporting.study.rows import family, spec_of
 
 if TYPE_CHECKING:
@@ -32,8 +35,6 @@ def _families(vit_rows: list[dict[str, Any]]) -> dict[tuple[int, int, int], dict
 def _points(vit_rows: list[dict[str, Any]], keys: list[tuple[int, int, int]]):
     """The sweep's rows as dots: one series per drawn family (same order as its line), then the
     rows of families with no line, if any (drawn grey)."""
-    from vitbench.reporting import plots
-
     found: dict[Any, list[dict[str, Any]]] = {}
     for r in vit_rows:
         spec = spec_of(r)
@@ -52,8 +53,6 @@ def section(report: Report) -> bool:
     vit_rows = [r for r in report.analytic if r.get("kind") == "vit" and r.get("tokens")]
     if not vit_rows:
         return False
-    from vitbench.analytic import complexity, scaling
-    from vitbench.reporting import plots
 
     curves, thresholds, lines = [], [], []
     chosen_families = _families(vit_rows)
@@ -65,7 +64,7 @@ def section(report: Report) -> bool:
         curves.append(plots.Series(f"{family(row)} (d={d}, m={m}), P={p}", [n for n, _ in curve], [s for _, s in curve]))
         thresholds.append({"tokens": n_star, "label": f"d={d}, m={m}"})
         res = scaling.resolution_for_tokens(spec, n_star)
-        at224 = complexity(spec).attention_matmul_share if spec.img_size == (224, 224) else None
+        at224 = analytic.complexity(spec).attention_matmul_share if spec.img_size == (224, 224) else None
         line = (
             f"{family(row)} (d={d}, m={m}): the attention matmuls (2 n^2 d MACs per layer) exceed the linear layers "
             f"(n d (4d + 2m) per layer) from n = {n_star:,} tokens on (search of the analytic per-layer formulas; "

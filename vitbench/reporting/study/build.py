@@ -11,9 +11,25 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from vitbench.documents import cite
+from vitbench.escape import markdown_text
 from vitbench.reporting import markdown as md
 from vitbench.reporting.html import slug
+from vitbench.reporting.study import (
+    agreement,
+    attention,
+    listing,
+    measured,
+    memory,
+    patch,
+    predicted,
+    resolution,
+    sources,
+    timing,
+)
 from vitbench.reporting.study.context import Report, ReportResult
+from vitbench.reporting.study.environment import environment_lines
+from vitbench.results import atomic_write_text
 
 CONVENTIONS = (
     "MACs are multiply-accumulates; FLOPs = 2 x MACs (matmul and convolution); fvcore calls a MAC "
@@ -28,20 +44,6 @@ CONVENTIONS = (
 
 def _sections() -> list[tuple[str, Callable[[Report], bool], bool]]:
     """(title, section, default study only) in report order."""
-    from vitbench.documents import cite
-    from vitbench.reporting.study import (
-        agreement,
-        attention,
-        listing,
-        measured,
-        memory,
-        patch,
-        predicted,
-        resolution,
-        sources,
-        timing,
-    )
-
     return [
         ("Patch size: MACs and parameters", patch.section, False),
         ("Resolution: ViT against CNN", resolution.section, False),
@@ -95,8 +97,6 @@ def build(report: Report, command: str, out: Path | None = None) -> str:
     """The markdown text of the report (sections run in order; empty ones are left out): title,
     reproduce line, a summary and a table of contents, then the detail. ``out``: the report's
     final folder (the reproduce line's paths are relative), by default where it is built."""
-    from vitbench.reporting.study.environment import environment_lines
-
     meta = report.sidecar.get("sweep") or {}
     rendered, firsts = [], []
     for title, section, default_only in _sections():
@@ -136,8 +136,6 @@ def build(report: Report, command: str, out: Path | None = None) -> str:
 def contents(headings: Sequence[str]) -> str:
     """The table of contents: a link to each heading's anchor (:func:`slug`: letters, digits and
     dashes; added after the document is made safe, which keeps links to files and web pages only)."""
-    from vitbench.escape import markdown_text
-
     return "\n".join(f"- {markdown_text(f'[{h}]').strip()}(#{slug(h)})" for h in headings)
 
 
@@ -155,8 +153,6 @@ def render_report(
 
     ``sources``: include the sections that set the source documents' figures beside ours (default:
     only for the built-in default study's results). ``plots=False``: markdown and tables only."""
-    from vitbench.results import atomic_write_text
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     sidecar = sidecar or {}

@@ -10,9 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vitbench.errors import VitbenchError
+from vitbench.presets import resolve
 from vitbench.reporting import markdown as md
 from vitbench.reporting.format import Column, render
+from vitbench.reporting.plots import quiet
 from vitbench.reporting.study.rows import analytic_rows
+from vitbench.results import atomic_write_text
+from vitbench.specs import spec_key
 
 
 @dataclass
@@ -47,16 +52,12 @@ class Report:
     def plot(self, name: str, make: Callable[[Path], Path], alt: str, caption: str) -> None:
         """Draw a PNG with ``make(path)`` and show it with its caption (unless plots are off)."""
         if self.draw:
-            from vitbench.reporting.plots import quiet
-
             with quiet():  # matplotlib's warnings while the figure is built (a log axis of no positive value)
                 self.plots.append(make(self.out / name))
             self.doc.add(md.image(name, alt, caption))
 
     def table(self, name: str, rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> None:
         """A markdown table in the report and the same rows as ``tables/NAME.csv`` (raw units)."""
-        from vitbench.results import atomic_write_text
-
         self.doc.add(render(rows, "markdown", columns))
         path = self.out / "tables" / f"{name}.csv"
         atomic_write_text(path, render(rows, "csv", [c if isinstance(c, str) else c[0] for c in columns]))
@@ -69,10 +70,6 @@ class Report:
 
     def row_for(self, preset: str, **overrides: Any) -> dict[str, Any] | None:
         """The analytic row of ``preset`` with ``overrides``, when the results have it."""
-        from vitbench.errors import VitbenchError
-        from vitbench.presets import resolve
-        from vitbench.specs import spec_key
-
         try:
             return self.by_key.get(spec_key(resolve(preset, **overrides)))
         except VitbenchError:

@@ -7,8 +7,10 @@ import statistics
 from typing import TYPE_CHECKING, Any
 
 from vitbench.reporting import markdown as md
+from vitbench.reporting import plots
 from vitbench.reporting.format import humanize, si
 from vitbench.reporting.study import pairs as P
+from vitbench.reporting.study.figures import measured_pairs
 from vitbench.reporting.study.rows import (
     achieved,
     clock_note,
@@ -54,8 +56,6 @@ def _scaling_line(label: str, g: list[dict[str, Any]]) -> tuple[str, str | None]
 
 
 def _plots(report: Report, groups: dict[tuple, list[dict[str, Any]]]) -> None:
-    from vitbench.reporting import plots
-
     throughput, memory = [], []
     for (label, mode, precision, _device), g in groups.items():
         name, style = f"{label} {mode} {precision}", "-" if mode == "infer" else "--"
@@ -145,8 +145,6 @@ def _pairs(report: Report, rows: list[dict[str, Any]]) -> bool:
     """The measured pairs (those the source documents compare, or every transformer-CNN pair),
     concluded or withheld; False when there are none."""
     if report.sources:
-        from vitbench.reporting.study.figures import measured_pairs
-
         found, more = P.named_pairs(rows, measured_pairs()), 0
         intro = "Measured pairs the source documents compare (same device, mode, precision, resolution and batch):"
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING
 
+from vitbench.reporting import plots
 from vitbench.reporting.study.rows import measured, num
 
 if TYPE_CHECKING:
@@ -15,7 +16,6 @@ def section(report: Report) -> bool:
     rows = [r for r in measured(report.records) if num(r.get("pred_peak_memory_bytes")) and num(r.get("peak_memory_bytes"))]
     if not rows:
         return False
-    from vitbench.reporting import plots
 
     modes = sorted({str(r.get("mode")) for r in rows})
     by_mode = {mode: [r for r in rows if str(r.get("mode")) == mode] for mode in modes}

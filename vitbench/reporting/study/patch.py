@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from vitbench.reporting import markdown as md
+from vitbench.reporting import plots
 from vitbench.reporting.study.rows import family, key_without, num, spec_dict
 
 if TYPE_CHECKING:
@@ -52,7 +53,6 @@ def section(report: Report) -> bool:
     found = groups(report.analytic)
     if not found:
         return False
-    from vitbench.reporting import plots
 
     data = [
         {

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from vitbench.reporting import plots
+from vitbench.reporting.format import humanize
 from vitbench.reporting.study import pairs as P
 from vitbench.reporting.study.rows import key_without, label_without, num, overrides_without, spec_dict
 
@@ -103,8 +105,6 @@ def _at(axis: str, value: float | None) -> str:
 def curve_line(name: str, axis: str, members: list[dict[str, Any]]) -> str:
     """'label: predicted time per image 8.48 ms at 64 px -> 95.6 ms at 288 px (11.3x; rows at
     64, ..., 288 px); not monotone: it falls from 112 to 128 px, ...' (every fall named)."""
-    from vitbench.reporting.format import humanize
-
     first, last = members[0], members[-1]
     values = [axis_value(r, axis) for r in members]
     text = (
@@ -123,7 +123,6 @@ def _breakdown(report: Report, ranked: list[dict[str, Any]]) -> None:
     present = components(ranked)
     if not present:
         return
-    from vitbench.reporting import plots
 
     shown = ranked[:MAX_BARS]
     shares = {name: [(num(r.get(key)) or 0) / r["pred_latency_s"] for r in shown] for key, name in present}
@@ -150,7 +149,6 @@ def section(report: Report) -> bool:
     rows = rows_with_predictions(report.records)
     if not rows:
         return False
-    from vitbench.reporting import plots
 
     basis = sorted({str(r.get("pred_basis")) for r in rows if r.get("pred_basis")})
     report.doc.add(

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from vitbench.analytic import scaling
+from vitbench.reporting import plots
 from vitbench.reporting.study import crossings
 from vitbench.reporting.study.rows import key_without, label_without, spec_dict, spec_of
 
@@ -74,14 +76,11 @@ def _no_crossover_note(vl: str, cl: str, cmp: ResolutionComparison) -> list[str]
 
 
 def section(report: Report) -> bool:
-    from vitbench.analytic import scaling
-
     found = groups(report.analytic)
     vits = [g for g in found if g[0]["kind"] == "vit"]
     cnns = [g for g in found if g[0]["kind"] != "vit"]
     if not vits or not cnns:
         return False
-    from vitbench.reporting import plots
 
     top = max(1024, max(g[-1]["img_size"] for g in found))
     grid = scaling.resolution_grid([g[0]["patch_size"] for g in vits], top)
@@ -123,9 +122,6 @@ def section(report: Report) -> bool:
 
 def _curves(vits: list[list[dict[str, Any]]], cnns: list[list[dict[str, Any]]], specs: dict[str, Any], grid: list[int]):
     """(analytic scan lines, sweep-row dots) per model: ViTs solid, CNNs dashed."""
-    from vitbench.analytic import scaling
-    from vitbench.reporting import plots
-
     curves, points = [], []
     for g in vits + cnns:
         label = label_without(g[0], "img_size")

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
+from vitbench import row_warnings
+from vitbench.errors import VitbenchError
+from vitbench.measure.stats import UNSTABLE_SPREAD, quantile
 from vitbench.reporting import marks
+from vitbench.specs import spec_from_dict
 
 
 def num(value: Any) -> float | None:
@@ -36,9 +41,6 @@ def spec_dict(record: dict[str, Any]) -> dict[str, Any] | None:
 
 def spec_of(record: dict[str, Any]):
     """The row's spec object, or None when it cannot be rebuilt."""
-    from vitbench.errors import VitbenchError
-    from vitbench.specs import spec_from_dict
-
     data = spec_dict(record)
     if data is None:
         return None
@@ -56,8 +58,6 @@ def family(record: dict[str, Any]) -> str:
 
 def overrides_without(record: dict[str, Any], *names: str) -> str:
     """The row's ``overrides`` text ('img_size=224,depth=6') with the named fields left out."""
-    import re
-
     text = str(record.get("overrides") or "")
     for name in names:
         text = re.sub(rf"(^|,){re.escape(name)}=[^=]*?(?=,\w+=|$)", "", text).strip(",")
@@ -107,9 +107,6 @@ def instability(record: dict[str, Any]) -> str | None:
 
     Unstable: a warning about unstable timing, a busy machine or a shared GPU (by its code), or a
     spread (between runs, CV or IQR / median of the steps) above measure.stats.UNSTABLE_SPREAD."""
-    from vitbench import row_warnings
-    from vitbench.measure.stats import UNSTABLE_SPREAD
-
     value = marks.spread(record)
     labels: list[str] = []
     for codes in row_warnings.code_sets(record.get("warnings")):
@@ -144,8 +141,6 @@ def clock_note(records: Sequence[dict[str, Any]]) -> str:
 def throughput_band(record: dict[str, Any]) -> tuple[float, float] | None:
     """(low, high) throughput of a measured row: batch / p75 and batch / p25 of its per-run
     medians (``run_medians_s``, several runs) or else of its per-step samples (``samples_s``)."""
-    from vitbench.measure.stats import quantile
-
     batch = num(record.get("batch_size")) or 1
     for key in ("run_medians_s", "samples_s"):
         values = record.get(key)

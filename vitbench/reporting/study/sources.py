@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vitbench.reporting import markdown as md
+from vitbench.reporting import plots
 from vitbench.reporting.format import si
 from vitbench.reporting.study.figures import source_figures
 from vitbench.reporting.study.patch import attention_module_per_layer
@@ -134,7 +135,6 @@ def variants(report: Report) -> bool:
             })
     if len(rows) < 3:
         return False
-    from vitbench.reporting import plots
 
     report.table("variants", rows, [
         ("model", "model"), ("embed_dim", "d"), ("depth", "layers"), ("heads", "heads"), ("mlp", "MLP m"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING
 
+from vitbench.reporting import plots
 from vitbench.reporting.study.rows import clock_note, measured, num
 
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ def section(report: Report) -> bool:
     rows = [r for r in measured(report.records) if num(r.get("pred_latency_s")) and num(r.get("latency_p50_s"))]
     if not rows:
         return False
-    from vitbench.reporting import plots
 
     clock = clock_note(rows)
     modes = sorted({str(r.get("mode")) for r in rows})

@@ -9,6 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from vitbench import input_files
+from vitbench.input_files import read_input_text
+from vitbench.results import atomic_write_text
 from vitbench.timemodel.calibration.schema import Calibration, CalibrationError
 
 
@@ -34,8 +37,6 @@ def cache_path(device: str, device_name: str, threads: int, torch_version: str) 
 
 def save(calibration: Calibration, path: str | os.PathLike | None = None) -> Path:
     """Write atomically (fsync, rename) to ``path`` or the cache; the path written."""
-    from vitbench.results import atomic_write_text
-
     target = Path(path) if path else cache_path(calibration.device, calibration.device_name, calibration.threads, calibration.torch)
     atomic_write_text(target, calibration.to_json() + "\n")
     return target
@@ -44,10 +45,8 @@ def save(calibration: Calibration, path: str | os.PathLike | None = None) -> Pat
 def load(path: str | os.PathLike, torch_version: str | None = None) -> Calibration:
     """A calibration file; CalibrationError when it is unreadable, damaged or made under another
     torch than ``torch_version``."""
-    from vitbench.input_files import MAX_CALIBRATION_BYTES, read_input_text
-
     # the one gate: a FIFO or device refused without blocking, the size capped, UTF-8, not empty
-    text = read_input_text(path, f"cannot read {path}", max_bytes=MAX_CALIBRATION_BYTES, error=CalibrationError)
+    text = read_input_text(path, f"cannot read {path}", max_bytes=input_files.MAX_CALIBRATION_BYTES, error=CalibrationError)
     calibration = Calibration.from_json(text)
     if torch_version is not None and calibration.basis == "calibration" and calibration.torch.split("+")[0] != torch_version.split("+")[0]:
         raise CalibrationError(f"made under torch {calibration.torch}, this is torch {torch_version}")

@@ -16,7 +16,9 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any
 
-from vitbench.errors import VitbenchError
+from vitbench.errors import VitbenchError, shown
+from vitbench.input_files import load_json
+from vitbench.row_warnings import warning
 
 SCHEMA_VERSION = 3  # 3: a grouped convolution's backward MACs counted with its groups (efficiencies change)
 PRECISION_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -115,8 +117,6 @@ def _check_scalars(calibration: Calibration) -> None:
 
 
 def _shown(value: Any) -> str:
-    from vitbench.errors import shown
-
     return shown(value, 60)
 
 
@@ -208,8 +208,6 @@ class Calibration:
     @classmethod
     def from_json(cls, text: str) -> Calibration:
         """Parse and check a calibration; CalibrationError naming what is wrong."""
-        from vitbench.input_files import load_json
-
         data = load_json(text, "damaged", error=CalibrationError)  # bounded numbers and nesting, no NaN or infinity
         if not isinstance(data, dict):
             raise CalibrationError("damaged: not a JSON object")
@@ -325,8 +323,6 @@ def busy_warnings(calibration: Calibration) -> list[dict[str, str]]:
     ``profile``'s ``busy-machine`` warning: ``busy_cores + threads > cpus + 0.5``; where
     ``busy_cores`` is unknown, the load average as the calibration began in its place. A busy
     calibration is kept, with this warning: its rates are slower than the machine's at rest."""
-    from vitbench.row_warnings import warning
-
     machine = calibration.notes.get("machine") if isinstance(calibration.notes, dict) else None
     if not isinstance(machine, dict):
         return []

@@ -4,6 +4,7 @@ and the probes, handed to :mod:`vitbench.timemodel.calibration.fitting`."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -11,8 +12,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from vitbench.errors import SpecError
+from vitbench.measure.allocator import apply_allocator
+from vitbench.measure.children import preexec
+from vitbench.measure.env import environment
+from vitbench.measure.machine import _cpu_jiffies, _own_jiffies, affinity_cpus, load_average
 from vitbench.timemodel.calibration.fitting import fit_affine, fit_efficiency, fit_ops, fit_steps
 from vitbench.timemodel.calibration.schema import PRECISION_DTYPES, Calibration, CalibrationError
+from vitbench.timemodel.probes import median_seconds, time_kernels, time_probes
 
 GEMM_M = (1, 8, 64, 512, 4096)
 GEMM_KN = (16, 64, 256, 1024, 4096)
@@ -31,8 +38,6 @@ def calibrate(device: str = "cpu", threads: int | None = None, precisions: tuple
     """Calibrate ``device`` at ``threads`` threads in a fresh worker process (steady allocator,
     its own thread count): about 20-40 s on a small CPU. CalibrationError if it fails."""
     if device != "cpu":
-        from vitbench.errors import SpecError
-
         raise SpecError("device", device, "calibration measures the CPU in this version; a GPU is priced by the "
                         "GPU cost model (`vitbench predict --device h100`; `vitbench devices` lists the GPUs)")
     threads = threads or default_threads()
@@ -41,8 +46,6 @@ def calibrate(device: str = "cpu", threads: int | None = None, precisions: tuple
                "--dtypes", ",".join(dtypes)]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     try:
-        from vitbench.measure.children import preexec
-
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env, preexec_fn=preexec())
     except subprocess.TimeoutExpired:
         raise CalibrationError(f"calibration took over {timeout_s:.0f} s and was stopped") from None
@@ -55,10 +58,6 @@ def calibrate(device: str = "cpu", threads: int | None = None, precisions: tuple
 def calibrate_here(threads: int, dtypes: tuple[str, ...] = ("float32",), block_s: float = 0.002) -> Calibration:
     """The measurements, in this process (:func:`calibrate` runs this in a worker)."""
     import torch
-
-    from vitbench.measure.allocator import apply_allocator
-    from vitbench.measure.env import environment
-    from vitbench.timemodel.probes import median_seconds, time_kernels, time_probes
 
     malloc = apply_allocator("steady")
     torch.set_num_threads(threads)
@@ -111,8 +110,6 @@ def calibrate_here(threads: int, dtypes: tuple[str, ...] = ("float32",), block_s
 
 def load_start() -> dict[str, Any]:
     """The counters as a calibration begins (in the process that measures)."""
-    from vitbench.measure.machine import _cpu_jiffies, _own_jiffies, load_average
-
     load = load_average()
     return {"all": _cpu_jiffies(), "own": _own_jiffies(), "at": time.monotonic(), "load": load[0] if load else None}
 
@@ -124,8 +121,6 @@ def load_finish(started: dict[str, Any], threads: int) -> dict[str, Any]:
     own, 1.0 = one core; None where /proc/stat cannot be read), ``loadavg_1m_start`` and
     ``loadavg_1m_end`` (the 1-minute load average as it began and ended; None where unknown).
     :func:`~vitbench.timemodel.calibration.schema.busy_warnings` judges it."""
-    from vitbench.measure.machine import _cpu_jiffies, _own_jiffies, affinity_cpus, load_average
-
     end_all, end_own, elapsed = _cpu_jiffies(), _own_jiffies(), time.monotonic() - started["at"]
     busy = None
     if None not in (started["all"], started["own"], end_all, end_own) and elapsed > 0:
@@ -138,8 +133,6 @@ def load_finish(started: dict[str, Any], threads: int) -> dict[str, Any]:
 
 
 def _main() -> int:
-    import argparse
-
     parser = argparse.ArgumentParser(prog="python -m vitbench.timemodel.calibration.worker")
     parser.add_argument("--threads", type=int, required=True)
     parser.add_argument("--dtypes", default="float32")
