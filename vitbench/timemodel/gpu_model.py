@@ -243,8 +243,8 @@ def _library_kernels(generation: str, params: GenerationParams) -> dict[str, flo
 
 def profile_for(spec: GpuSpec, host: HostParams | None = None) -> GpuProfile:
     """The profile of ``spec``: the parameters of :func:`fit_source` and the host's dispatch
-    time (``host``; else the default host for data-centre cards, the published fit's own host
-    for consumer and workstation cards)."""
+    time (``host``; else the default host for data-centre cards, whichever fit prices them, and
+    the published fit's own host for consumer and workstation cards)."""
     data = parameter_file()
     source = fit_source(spec)
     entry = data["generations"][source]
@@ -252,7 +252,7 @@ def profile_for(spec: GpuSpec, host: HostParams | None = None) -> GpuProfile:
     if source == "datacenter":
         params = replace(params, **_library_kernels(spec.generation, params))
     host_from = f"{source} fit's host"
-    if host is None and source == "datacenter":
+    if host is None and source.startswith("datacenter"):  # a published fit's host is NVIDIA's DGX, not the user's
         host = default_host()
     if host is not None:
         params = replace(params, host_infer_s=host.infer_s, host_train_s=host.train_s)
