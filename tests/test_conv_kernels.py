@@ -6,6 +6,7 @@ names a GPU trace carries for them."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pytest
 import torch
@@ -85,11 +86,44 @@ def test_nchw_half(case, rewritten):
     assert nchw_half("convolution", conv_args(**case)) is rewritten
 
 
+def _kernels(net: Any, mode: str, device_type: str, channels_last: bool = False) -> Counter:
+    from vitbench.models.references import resolve
+    from vitbench.timemodel.trace_cache import cached_trace
+
+    target = resolve(net, input_size=(3, 32, 32))
+    return Counter(op.kernel for op in cached_trace(target, 2, mode, "bf16", "sgd", device_type, use_cache=False,
+                                                    channels_last=channels_last))
+
+
+def _mobile_block() -> Any:
+    """EfficientNet's pattern in small: a 3x3 stem, two depthwise 3x3 convolutions (32 and 64
+    channels), 1x1 convolutions between them."""
+    from torch import nn
+
+    return nn.Sequential(nn.Conv2d(3, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), nn.SiLU(),
+                         nn.Conv2d(32, 32, 3, padding=1, groups=32), nn.Conv2d(32, 64, 1),
+                         nn.Conv2d(64, 64, 3, padding=1, groups=64), nn.Conv2d(64, 16, 1))
+
+
 def test_gpu_trace_names_the_kernels():
-    """A bfloat16 EfficientNet-B0 step traced for a GPU: its depthwise convolutions run
-    PyTorch's own kernels (forward and backward), its 3x3 stem rewrites its layout, its 1x1
-    convolutions do not; channels-last sends every depthwise one to cuDNN; a CPU trace keeps
-    the plain names."""
+    """A bfloat16 step traced for a GPU: its depthwise convolutions run PyTorch's own kernels
+    (forward and backward: use_cudnn_depthwise takes only float16), its 3x3 stem rewrites its
+    layout (NCHW, half precision, a spatial filter), its 1x1 convolutions do not; channels-last
+    sends every depthwise one to cuDNN and rewrites nothing; a CPU trace keeps the plain names.
+    (timm's EfficientNet-B0, traced the same way, has 16 depthwise and 64 other convolutions
+    besides its stem: -m slow.)"""
+    gpu = _kernels(_mobile_block(), "train", "cuda")
+    assert gpu["conv_depthwise"] == gpu["conv_depthwise_backward"] == 2
+    assert gpu["conv_nchw"] == 1 and gpu["conv"] == 2
+    for mode in ("infer", "train"):
+        last = _kernels(_mobile_block(), mode, "cuda", channels_last=True)
+        assert last["conv_grouped"] == 2 and last["conv_depthwise"] == 0 and last["conv_nchw"] == 0
+    cpu = _kernels(_mobile_block(), "infer", "cpu")
+    assert cpu["conv_grouped"] == 2 and cpu["conv"] == 3
+
+
+@pytest.mark.slow
+def test_efficientnet_b0_traced_for_a_gpu_names_its_kernels():
     from vitbench.models.references import resolve
     from vitbench.timemodel.trace_cache import cached_trace
 
@@ -97,9 +131,5 @@ def test_gpu_trace_names_the_kernels():
     gpu = Counter(op.kernel for op in cached_trace(target, 2, "train", "bf16", "sgd", "cuda", use_cache=False))
     assert gpu["conv_depthwise"] == gpu["conv_depthwise_backward"] == 16
     assert gpu["conv_nchw"] == 1 and gpu["conv"] == 65 - 1
-    for mode in ("infer", "train"):
-        last = Counter(op.kernel for op in cached_trace(target, 2, mode, "bf16", "sgd", "cuda", use_cache=False,
-                                                        channels_last=True))
-        assert last["conv_grouped"] == 16 and last["conv_depthwise"] == 0 and last["conv_nchw"] == 0
     cpu = Counter(op.kernel for op in cached_trace(target, 2, "infer", "bf16", "sgd", "cpu", use_cache=False))
     assert cpu["conv_grouped"] == 16 and cpu["conv"] == 65

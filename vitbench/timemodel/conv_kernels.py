@@ -118,11 +118,11 @@ def _cudnn_takes(x: Any, w: Any, stride: tuple[int, ...], dilation: tuple[int, .
     kernel = w.shape[3]
     if w.shape[2] != kernel or kernel not in (1, 3, 5) or width < 7:
         return False
-    if step == 1:
-        return True
-    if step != 2:
-        return False
-    channels, batch = x.shape[1], x.shape[0]
+    return step == 1 or (step == 2 and _cudnn_takes_stride_two(x.shape[0], x.shape[1], width, kernel))
+
+
+def _cudnn_takes_stride_two(batch: int, channels: int, width: int, kernel: int) -> bool:
+    """use_cudnn_depthwise's rule for a square 1x1, 3x3 or 5x5 filter at stride 2."""
     if batch == 1:
         return (kernel == 1 and width <= 28) or kernel in (3, 5)
     if kernel == 1:
