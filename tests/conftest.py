@@ -99,16 +99,22 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize(argname, factory() if _selects(metafunc.config, markers) else [])
 
 
-def pytest_collection_modifyitems(config, items):
+def _has_cuda() -> bool:
     try:
         import torch
 
-        has_cuda = torch.cuda.is_available()
+        return torch.cuda.is_available()
     except Exception:  # noqa: BLE001 - torch missing or broken: CUDA tests cannot run either
-        has_cuda = False
-    skip = pytest.mark.skip(reason="needs a CUDA device")
-    for item in items:
-        if "cuda" in item.keywords and not has_cuda:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    cuda_items = [item for item in items if "cuda" in item.keywords]
+    # torch is imported only when a collected test needs CUDA (a torch-free test file starts in
+    # a second, not the five torch takes: the mutation harness runs such files once a mutant)
+    if cuda_items and not _has_cuda():
+        skip = pytest.mark.skip(reason="needs a CUDA device")
+        for item in cuda_items:
             item.add_marker(skip)
     sample = config._vitbench_slow_sample
     if sample is not None:

@@ -76,3 +76,47 @@ def test_no_other_module_renames_a_file_into_place():
         if re.search(r"\bos\.(replace|rename)\(", p.read_text(encoding="utf-8"))
     )
     assert renaming == ["store/atomic.py", "studies.py"]
+
+
+def test_the_new_bytes_are_fsynced_before_the_rename_and_no_descriptor_stays_open(tmp_path, monkeypatch):
+    """A power cut after the rename must find the new bytes on disk, not an empty file."""
+    target = tmp_path / "f.csv"
+    target.write_bytes(b"old\n")
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}") if os.path.isdir("/proc/self/fd") else fd))
+        real_fsync(fd)
+
+    def replace(source, destination):
+        events.append(("replace", str(source), target.read_bytes()))
+        real_replace(source, destination)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(atomic, "fsync_dir", lambda folder: None)
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    atomic.write_atomic(target, b"new\n")
+    (fsynced, temporary), (renamed, source, old) = events
+    assert fsynced == "fsync" and renamed == "replace" and old == b"old\n"
+    assert str(temporary) == source and Path(source).name.startswith(".f.csv.") and source.endswith(".tmp")
+    if before is not None:
+        assert len(os.listdir("/proc/self/fd")) == before
+    assert target.read_bytes() == b"new\n"
+
+
+def test_the_write_leaves_the_processs_umask_and_descriptors_as_they_were(tmp_path):
+    old = os.umask(0o027)
+    try:
+        before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+        atomic.write_atomic(tmp_path / "a", b"a")
+        atomic.fsync_dir(tmp_path)
+        assert os.umask(0o027) == 0o027  # still the caller's
+        if before is not None:
+            assert len(os.listdir("/proc/self/fd")) == before
+        with open(tmp_path / "b", "w"):
+            pass
+        assert stat.S_IMODE(os.stat(tmp_path / "b").st_mode) == 0o640
+    finally:
+        os.umask(old)

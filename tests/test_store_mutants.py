@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from vitbench.errors import VitbenchError
 from vitbench.store import Store, StoreError, read_store
 from vitbench.store import writer as writer_module
 
@@ -208,3 +209,216 @@ def test_a_directory_that_cannot_be_created_is_one_line_naming_it(tmp_path, monk
     with pytest.raises(StoreError) as caught:
         Store.open(out)
     assert str(caught.value) == f"out={str(out)!r}: cannot create results (Permission denied); nothing was run"
+
+
+# --- what a failed write says --------------------------------------------------------------------
+@pytest.mark.parametrize("code, hint", [
+    (errno.ENOSPC, "free some space"), (errno.EDQUOT, "free some space"), (errno.EROFS, "use a writable --out"),
+    (errno.EIO, "fix the path"),
+])
+def test_a_failed_write_says_what_to_do_and_how_many_rows_are_saved(tmp_path, code, hint):
+    from pathlib import Path
+
+    error = OSError(code, os.strerror(code))
+    message = str(writer_module.fs_error("append to", Path("/s/rows.jsonl"), error, 3, Path("/s")))
+    assert message == f"out='/s': cannot append to rows.jsonl ({os.strerror(code)}): 3 rows are saved; {hint} and rerun with --resume"
+
+
+def test_a_failed_write_before_any_row_says_nothing_was_run(tmp_path):
+    from pathlib import Path
+
+    loop = writer_module.fs_error("create", Path("/s/.lock"), OSError(errno.ELOOP, "Too many levels"), None, Path("/s"))
+    assert str(loop) == "out='/s': cannot create .lock (it is a symlink; vitbench writes only regular files); nothing was run"
+    bare = writer_module.fs_error("write", Path("/s/sweep.json"), PermissionError(), 0, Path("/s"))
+    assert str(bare) == ("out='/s': cannot write sweep.json (PermissionError): 0 rows are saved; fix the path and "
+                         "rerun with --resume")
+
+
+def test_a_lock_file_that_cannot_be_created_is_one_line_and_opens_nothing(tmp_path, monkeypatch):
+    real = os.open
+
+    def refuse_lock(path, *args, **kwargs):
+        if str(path).endswith(".lock"):
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse_lock)
+    before = _open_fds()
+    with pytest.raises(StoreError) as caught:
+        Store.open(tmp_path)
+    assert str(caught.value) == f"out={str(tmp_path)!r}: cannot create .lock (Permission denied); nothing was run"
+    assert _open_fds() == before and not (tmp_path / "rows.jsonl").exists()
+
+
+def test_appending_a_row_that_fails_with_the_disk_full_names_the_fix(tmp_path, monkeypatch):
+    store = Store.open(tmp_path)
+    store.add(_row(0))
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(store, "_append", full)
+    with pytest.raises(StoreError) as caught:
+        store.add(_row(1))
+    assert str(caught.value).endswith(": 1 rows are saved; free some space and rerun with --resume")
+    monkeypatch.undo()
+    store.close()
+
+
+# --- the definition beside the rows --------------------------------------------------------------
+def _definition(path):
+    import json
+
+    return json.loads((path / "sweep.json").read_text())
+
+
+def test_sweep_json_records_when_the_store_was_created_and_last_opened(tmp_path):
+    from datetime import datetime, timedelta
+
+    with Store.open(tmp_path, sweep={"fingerprint": "f1", "name": "first", "environment": {"torch": "2"}}):
+        pass
+    first = _definition(tmp_path)
+    created = datetime.fromisoformat(first["created_at"])
+    assert created.utcoffset() == timedelta(0) and len(first["created_at"]) == len("2026-01-01T00:00:00.000000+00:00")
+    assert abs(datetime.now(created.tzinfo) - created) < timedelta(minutes=5)
+    with Store.open(tmp_path, sweep={"fingerprint": "f2", "name": "second", "environment": {"torch": "3"}}, resume=True,
+                    allow_foreign=True):
+        pass
+    second = _definition(tmp_path)
+    assert second["created_at"] == first["created_at"]
+    assert datetime.fromisoformat(second["updated_at"]) >= datetime.fromisoformat(first["updated_at"])
+    assert second["fingerprint"] == "f2" and second["fingerprints"] == ["f1", "f2"]
+    assert second["environment"] == {"torch": "2"}  # where the store began
+
+
+def test_resuming_keeps_the_definition_and_adds_each_new_fingerprint_once(tmp_path):
+    sweep = {"fingerprint": "f1", "legacy_fingerprint": "old", "name": "s", "grid_size": 4, "environment": {"torch": "2"}}
+    with Store.open(tmp_path, sweep=sweep) as store:
+        store.add(_row(0))
+    first = _definition(tmp_path)
+    assert {k: first[k] for k in ("format", "schema_version", "fingerprint", "fingerprints", "sweep", "environment")} == {
+        "format": "vitbench-store", "schema_version": 2, "fingerprint": "f1", "fingerprints": ["f1"],
+        "sweep": {"name": "s", "grid_size": 4}, "environment": {"torch": "2"}}
+    with Store.open(tmp_path, sweep={**sweep, "environment": {"torch": "3"}}, resume=True):
+        pass
+    with Store.open(tmp_path, sweep={"fingerprint": "f2", "name": "t"}, resume=True, allow_foreign=True):
+        pass
+    last = _definition(tmp_path)
+    assert last["fingerprints"] == ["f1", "f2"] and last["fingerprint"] == "f2"
+    assert last["sweep"] == {"name": "t"} and last["environment"] == {"torch": "2"}  # the first run's environment
+    with Store.open(tmp_path, resume=True):  # no definition given: the stored one stays
+        pass
+    kept = _definition(tmp_path)
+    assert (kept["fingerprint"], kept["fingerprints"], kept["sweep"]) == ("f2", ["f1", "f2"], {"name": "t"})
+    assert kept["created_at"] == first["created_at"]
+
+
+def test_a_legacy_fingerprint_resumes_and_another_shard_is_refused(tmp_path):
+    with Store.open(tmp_path, sweep={"fingerprint": "old", "shard_index": 1, "shard_count": 2}) as store:
+        store.add(_row(0))
+    with Store.open(tmp_path, sweep={"fingerprint": "new", "legacy_fingerprint": "old", "shard_index": 1, "shard_count": 2},
+                    resume=True) as store:
+        assert set(store.statuses) == {"id0"}
+    with pytest.raises(StoreError) as caught:
+        Store.open(tmp_path, sweep={"fingerprint": "new", "shard_index": 2, "shard_count": 2}, resume=True)
+    assert str(caught.value) == (f"out={str(tmp_path)!r}: holds shard 1/2 of this sweep, not shard 2/2: give each "
+                                 "shard its own --out (or --allow-foreign to add to it anyway)")
+    with pytest.raises(StoreError, match="holds shard 1/2 of this sweep, not the whole grid"):
+        Store.open(tmp_path, sweep={"fingerprint": "new"}, resume=True)
+    with pytest.raises(StoreError, match=r"another sweep definition \(\?, fingerprint new; this one is other\)"):
+        Store.open(tmp_path, sweep={"fingerprint": "other"}, resume=True)
+
+
+# --- appending -----------------------------------------------------------------------------------
+def test_saved_counts_configurations_and_a_rerun_row_updates_its_status(tmp_path):
+    with Store.open(tmp_path) as store:
+        store.add_many([_row(0, status="error"), _row(1)])
+        store.add_many([])
+        assert store.saved == 2
+    with Store.open(tmp_path, resume=True) as store:
+        assert store.statuses == {"id0": "error", "id1": "ok"}
+        store.add(_row(0))
+        store.add(_row(2))
+        assert store.saved == 3 and store.statuses == {"id0": "ok", "id1": "ok"}
+    store.close()
+    with pytest.raises(StoreError, match="the store is closed"):
+        store.add(_row(3))
+
+
+@pytest.mark.parametrize("interval, every, accepted", [
+    (0, 1, True), (3600, 1, True), (3600.5, 1, False), (True, 1, False), ("1", 1, False), (1, 1.0, False),
+])
+def test_the_sync_interval_is_0_to_3600_seconds_and_the_count_an_integer(interval, every, accepted):
+    if accepted:
+        assert writer_module.check_sync("interval", interval, every) == ("interval", float(interval), every)
+    else:
+        with pytest.raises(StoreError):
+            writer_module.check_sync("interval", interval, every)
+
+
+def test_starting_over_removes_every_file_of_the_old_store(tmp_path):
+    with Store.open(tmp_path) as store:
+        store.add(_row(0))
+    for name in ("rows.damaged.jsonl", "results.csv", "results.parquet", "results.json", "notes.txt"):
+        (tmp_path / name).write_text("old")
+    with Store.open(tmp_path, force=True, sweep={"fingerprint": "new"}) as store:
+        assert store.statuses == {} and store.saved == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "rows.jsonl", "sweep.json"]
+    assert (tmp_path / "rows.jsonl").read_bytes() == b""
+
+
+def test_only_an_earlier_vitbenchs_results_without_a_definition_are_refused(tmp_path):
+    (tmp_path / "results.csv").write_text("model\nm\n")
+    with pytest.raises(StoreError) as caught:
+        Store.open(tmp_path)
+    assert str(caught.value) == (f"out={str(tmp_path)!r}: holds a results.csv from an earlier vitbench (no rows.jsonl); "
+                                 "use another --out, or --force to start over")
+    with Store.open(tmp_path / "s"):  # a store of this vitbench exports a results.csv beside its rows
+        pass
+    (tmp_path / "s" / "results.csv").write_text("model\n")
+    Store.open(tmp_path / "s").close()  # its sweep.json says it is a store: no rows, nothing to refuse
+
+
+def test_a_store_is_created_with_its_missing_parent_folders_and_refused_over_a_file(tmp_path):
+    with Store.open(tmp_path / "a" / "b" / "c") as store:
+        store.add(_row(0))
+    assert _ids(tmp_path / "a" / "b" / "c") == ["id0"]
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(VitbenchError) as caught:
+        Store.open(tmp_path / "file")
+    assert str(caught.value) == f"out={str(tmp_path / 'file')!r}: exists and is not a directory"
+
+
+def test_a_lock_file_removed_by_the_previous_holder_while_locking_is_locked_again(tmp_path, monkeypatch):
+    """The previous writer unlinks .lock on close: a file locked just before that unlink is no
+    lock; the store locks the new file instead (here the first stat finds none)."""
+    real_stat = os.stat
+    gone = []
+
+    def stat(path, *args, **kwargs):
+        if str(path).endswith(".lock") and not gone:
+            gone.append(path)
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory")
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    with Store.open(tmp_path) as store:
+        monkeypatch.undo()
+        assert gone and (tmp_path / ".lock").read_text() == f"{os.getpid()}\n"
+        with pytest.raises(VitbenchError, match="another vitbench sweep"):
+            Store.open(tmp_path, resume=True)
+        store.add(_row(0))
+    assert _ids(tmp_path) == ["id0"]
+
+
+def test_rows_jsonl_turned_into_a_symlink_after_the_check_is_still_refused(tmp_path, monkeypatch):
+    """A symlink put in place of rows.jsonl between the first check and the open (simulated:
+    the first check sees none) is refused by the open itself (O_NOFOLLOW), in the same words."""
+    (tmp_path / "elsewhere.jsonl").write_bytes(b"")
+    (tmp_path / "rows.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    monkeypatch.setattr(os.path, "islink", lambda path: False)
+    with pytest.raises(StoreError) as caught:
+        Store.open(tmp_path)
+    assert str(caught.value) == (f"out={str(tmp_path)!r}: rows.jsonl is a symlink; vitbench appends only to a "
+                                 "regular file")
+    assert (tmp_path / "elsewhere.jsonl").read_bytes() == b""

@@ -8,7 +8,7 @@ Data only; :mod:`vitbench.reporting.gate` renders a :class:`CompareResult`, the 
 from __future__ import annotations
 
 from vitbench.gate.comparing import compare
-from vitbench.gate.result import DEFAULT_ALPHA, CompareResult, EnvDifference, MetricComparison
+from vitbench.gate.result import DEFAULT_ALPHA, FAILING, CompareResult, EnvDifference, MetricComparison, Verdict
 from vitbench.gate.rules import ALIASES, DEFAULT_RULES, Rule, RuleError, direction, parse_rules
 from vitbench.gate.verdicts import load_results
 
@@ -16,11 +16,13 @@ __all__ = [
     "ALIASES",
     "DEFAULT_ALPHA",
     "DEFAULT_RULES",
+    "FAILING",
     "CompareResult",
     "EnvDifference",
     "MetricComparison",
     "Rule",
     "RuleError",
+    "Verdict",
     "compare",
     "direction",
     "load_results",

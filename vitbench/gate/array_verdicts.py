@@ -14,11 +14,12 @@ import numpy as np
 
 from vitbench.csv_columns import Column, _trim
 from vitbench.gate import verdicts as record_path
-from vitbench.gate.result import FAILING, MetricComparison
+from vitbench.gate.result import FAILING, MetricComparison, Verdict
 from vitbench.gate.rules import Rule, is_rate, is_timing_metric
 from vitbench.measure.stats import MIN_RUNS
 
-VERDICTS = ("REGRESSION", "MISSING", "INVALID", "not significant", "ok", "changed", "unchanged", "n/a")
+#: the verdicts by code (a verdict is stored as its position here, an int8)
+VERDICTS = tuple(Verdict)
 _CODE = {v: i for i, v in enumerate(VERDICTS)}
 
 
@@ -209,12 +210,12 @@ class Verdicts(Sequence):
         if j in self.p_column:
             self.p[:, self.p_column[j]] = p
         if not rules:
-            verdict = np.where(b == c, _CODE["unchanged"], _CODE["changed"])
+            verdict = np.where(b == c, _CODE[Verdict.UNCHANGED], _CODE[Verdict.CHANGED])
             note = np.zeros(len(b), np.int8)
         else:
             significant_pass = ~np.isnan(p) & (p >= self.c.alpha)
-            verdict = np.where(~broken, _CODE["ok"],
-                               np.where(significant_pass, _CODE["not significant"], _CODE["REGRESSION"]))
+            verdict = np.where(~broken, _CODE[Verdict.OK],
+                               np.where(significant_pass, _CODE[Verdict.NOT_SIGNIFICANT], _CODE[Verdict.REGRESSION]))
             note = np.where(not_assessed, np.where(broken & np.isnan(p), 2, 1), 0).astype(np.int8)
         self.verdict[:, j] = verdict
         self.note[:, j] = note
@@ -334,7 +335,7 @@ class Verdicts(Sequence):
             for code in np.unique(self.verdict[vectorized, j]):
                 out.append(SimpleNamespace(rules=rules, verdict=VERDICTS[int(code)], metric=metric, note=""))
             if np.any(self.note[vectorized, j] > 0):
-                out.append(SimpleNamespace(rules=rules, verdict="ok", metric=metric,
+                out.append(SimpleNamespace(rules=rules, verdict=Verdict.OK, metric=metric,
                                            note="significance not assessed"))
         for made in self.scalar.values():
             out += made

@@ -40,7 +40,7 @@ from vitbench.gate.verdicts import _closing_checks, _compare_configuration, _par
 
 def compare_tables(base: ColumnTable, cur: ColumnTable, parsed: list[Rule], explicit: bool, *, alpha: float,
                    allow_missing_rows: bool, allow_missing_metrics: bool) -> CompareResult | None:
-    """:func:`vitbench.gate.verdicts.compare` of two tables, or None when the record path must
+    """:func:`vitbench.gate.compare` of two tables, or None when the record path must
     compare them."""
     try:
         return _Comparison(base, cur, parsed, explicit, alpha, allow_missing_rows, allow_missing_metrics).result()
@@ -299,7 +299,7 @@ class _Comparison:
 
     # ------------------------------------------------------------------ the run
 
-    def result(self) -> CompareResult:  # noqa: C901 (the steps of verdicts.compare, in its order)
+    def result(self) -> CompareResult:  # noqa: C901 (the steps of verdicts._compare_records, in its order)
 
         active, missing, not_applicable = _sort_rules(self.parsed, self.explicit, set(self.base.table.names),
                                                       set(self.cur.table.names))

@@ -1,6 +1,7 @@
-"""The gate's entry, :func:`compare`: two large results CSV files on columns
+"""The gate's entry, :func:`compare` (the one public compare: ``vitbench.compare``,
+``vitbench.gate.compare``): two large results CSV files on columns
 (:mod:`vitbench.gate.columnar`), anything else, or a file the columnar gate does not take, by
-the record path (:func:`vitbench.gate.verdicts.compare`). Both give the same verdicts."""
+the record path (:mod:`vitbench.gate.verdicts`). Both give the same verdicts."""
 
 from __future__ import annotations
 
@@ -25,8 +26,19 @@ def compare(
     allow_missing_rows: bool = False,
     allow_missing_metrics: bool = False,
 ) -> CompareResult:
-    """Compare ``current`` results against ``baseline``: :func:`vitbench.gate.verdicts.compare`
-    (its arguments, result and errors), two large CSV files decided on columns."""
+    """Compare ``current`` results against ``baseline``: paths to CSV/JSON results files or
+    sweep store directories, lists of records, or DataFrames. Two large CSV files are decided on
+    columns (:mod:`vitbench.gate.columnar`), anything else on records (the same verdicts).
+
+    ``rules``: expressions such as ``"throughput:-5%"`` or :class:`Rule` objects; ``None``
+    means :data:`~vitbench.gate.rules.DEFAULT_RULES`. The result fails (``exit_code`` 1) on a
+    regression, on baseline configurations absent from ``current`` (unless
+    ``allow_missing_rows``) and on a ruled metric only one side has (unless
+    ``allow_missing_metrics``); each row's verdict is a :class:`~vitbench.gate.result.Verdict`.
+    Raises :class:`InputFileError` (missing file, wrong schema, no common configuration),
+    :class:`RuleError` (bad rule, or an explicit rule whose metric neither side has) or
+    :class:`SpecError` (bad ``alpha``).
+    """
     from vitbench.gate.columnar import compare_files
 
     verdicts._check_alpha(alpha)
@@ -34,5 +46,5 @@ def compare(
                              allow_missing_metrics=allow_missing_metrics, min_bytes=COLUMNAR_MIN_BYTES)
     if columnar is not None:
         return columnar
-    return verdicts.compare(baseline, current, rules, alpha=alpha, allow_missing_rows=allow_missing_rows,
-                            allow_missing_metrics=allow_missing_metrics)
+    return verdicts._compare_records(baseline, current, rules, alpha=alpha, allow_missing_rows=allow_missing_rows,
+                                     allow_missing_metrics=allow_missing_metrics)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from vitbench.gate.rules import Rule, is_rate, is_timing_metric
@@ -14,8 +15,34 @@ from vitbench.results import SCHEMA_VERSION
 #: Significance level for timing metrics.
 DEFAULT_ALPHA = 0.05
 
+
+class Verdict(str, Enum):
+    """What the gate found for one metric of one configuration. A member is its text (``str``
+    mix-in): it equals, hashes, formats and serialises (JSON, CSV, JUnit, markdown) as the text
+    files have always held, e.g. ``Verdict.NOT_SIGNIFICANT == "not significant"``."""
+
+    REGRESSION = "REGRESSION"            # a rule broken, beyond the runs' noise (or no runs to tell)
+    MISSING = "MISSING"                  # a ruled metric with a baseline value and none in current
+    INVALID = "INVALID"                  # a value no measurement gives (negative, infinite, a zero time)
+    NOT_SIGNIFICANT = "not significant"  # a rule broken, but not beyond the noise between runs
+    OK = "ok"                            # every rule holds
+    CHANGED = "changed"                  # no rule for the metric, and its value moved
+    UNCHANGED = "unchanged"              # no rule for the metric, and its value is the same
+    NOT_APPLICABLE = "n/a"               # nothing to compare (a side has no value, not failing)
+
+    # the text wherever it is shown: str(), format(), f-strings and % give "ok", never "Verdict.OK"
+    # (what enum.StrEnum does from Python 3.11; 3.12 made format() follow str())
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+    @property
+    def fails(self) -> bool:
+        """Whether this verdict fails the gate (:data:`FAILING`)."""
+        return self in FAILING
+
+
 #: Verdicts that fail the gate (INVALID: an impossible value, e.g. a throughput of 0 or inf).
-FAILING = ("REGRESSION", "MISSING", "INVALID")
+FAILING = (Verdict.REGRESSION, Verdict.MISSING, Verdict.INVALID)
 
 #: How significance is assessed (shown in reports).
 TEST_NAME = "one-sided Welch's t-test on log per-run median step times, against the rule's threshold"
@@ -27,16 +54,18 @@ def _percent(fraction: float) -> str:
     return f"{100 * fraction:+.2g}%"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MetricComparison:
-    """One metric of one configuration: values, change, significance and verdict.
+    """One metric of one configuration: values, change, significance and verdict (built with
+    keywords).
 
-    ``verdict`` is one of ``REGRESSION``, ``MISSING`` (a ruled metric has a baseline value but
-    none in the current row), ``INVALID`` (a value no measurement can give: negative, infinite,
-    or a zero throughput or latency), ``not significant`` (threshold exceeded, but not beyond the
-    between-run noise), ``ok`` (rules hold), ``changed``/``unchanged`` (no rule for the metric),
-    ``n/a`` (nothing to compare). ``n_baseline``/``n_current`` count raw per-step samples;
-    ``runs_baseline``/``runs_current`` count the runs the significance test used."""
+    ``verdict`` is a :class:`Verdict` (its text given here is taken too): ``REGRESSION``,
+    ``MISSING`` (a ruled metric has a baseline value but none in the current row), ``INVALID`` (a
+    value no measurement can give: negative, infinite, or a zero throughput or latency), ``not
+    significant`` (threshold exceeded, but not beyond the between-run noise), ``ok`` (rules
+    hold), ``changed``/``unchanged`` (no rule for the metric), ``n/a`` (nothing to compare).
+    ``n_baseline``/``n_current`` count raw per-step samples; ``runs_baseline``/``runs_current``
+    count the runs the significance test used."""
 
     configuration: str
     key: tuple[tuple[str, str], ...]
@@ -49,18 +78,22 @@ class MetricComparison:
     p_value: float | None
     n_baseline: int
     n_current: int
-    verdict: str
+    verdict: Verdict
     note: str = ""
     runs_baseline: int = 0
     runs_current: int = 0
 
+    def __post_init__(self) -> None:
+        if type(self.verdict) is not Verdict:  # a verdict's text: its member (an unknown one: ValueError)
+            object.__setattr__(self, "verdict", Verdict(self.verdict))
+
     @property
     def regression(self) -> bool:
-        return self.verdict == "REGRESSION"
+        return self.verdict is Verdict.REGRESSION
 
     @property
     def failed(self) -> bool:
-        return self.verdict in FAILING
+        return self.verdict.fails
 
     @property
     def ratio_text(self) -> str:
@@ -109,7 +142,7 @@ class MetricComparison:
             "runs_current": self.runs_current,
             "n_samples_baseline": self.n_baseline,
             "n_samples_current": self.n_current,
-            "verdict": self.verdict,
+            "verdict": self.verdict.value,
             "note": self.note,
         }
 
@@ -144,7 +177,7 @@ class CompareResult:
     @property
     def regressions(self) -> tuple[MetricComparison, ...]:
         if hasattr(self.rows, "where"):  # the columnar gate's rows: found on its arrays
-            return self.rows.where(("REGRESSION",))
+            return self.rows.where((Verdict.REGRESSION,))
         return tuple(r for r in self.rows if r.regression)
 
     @property
@@ -169,7 +202,8 @@ class CompareResult:
         """0 pass, 1 a regression, a missing configuration or a missing metric."""
         return 0 if self.passed else 1
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> dict[Verdict, int]:
+        """Rows per verdict, in the order each verdict first appears."""
         if hasattr(self.rows, "verdict_counts"):
             return self.rows.verdict_counts()
         out: dict[str, int] = {}
@@ -184,7 +218,7 @@ class CompareResult:
             "schema_version": SCHEMA_VERSION,
             "passed": self.passed,
             "exit_code": self.exit_code,
-            "counts": self.counts(),
+            "counts": {verdict.value: n for verdict, n in self.counts().items()},
             "alpha": self.alpha,
             "test": TEST_NAME,
             "rules": [str(r) for r in self.rules],

@@ -36,7 +36,7 @@ from vitbench.gate.matching import (
     number,
     present_columns,
 )
-from vitbench.gate.result import DEFAULT_ALPHA, CompareResult, EnvDifference, MetricComparison
+from vitbench.gate.result import DEFAULT_ALPHA, CompareResult, EnvDifference, MetricComparison, Verdict
 from vitbench.gate.rules import (
     DEFAULT_RULES,
     HEADLINE_METRICS,
@@ -154,12 +154,12 @@ def _compare_metric(
     invalid = _why_invalid(metric, base, cur, baseline, current)
     if invalid:
         return MetricComparison(**common, rel_change=None, failed_rules=names or (metric,), p_value=None,
-                                verdict="INVALID", note=invalid)
+                                verdict=Verdict.INVALID, note=invalid)
     if baseline is None or current is None:
         side = "baseline" if baseline is None else "current"
         missing = bool(rules) and baseline is not None and not allow_missing
         return MetricComparison(**common, rel_change=None, failed_rules=names if missing else (), p_value=None,
-                                verdict="MISSING" if missing else "n/a", note=f"no value in {side}")
+                                verdict=Verdict.MISSING if missing else Verdict.NOT_APPLICABLE, note=f"no value in {side}")
     rel = None if baseline == 0 else (current - baseline) / abs(baseline)
     failing = [r for r in rules if r.violated(baseline, current)]
     p, runs_a, runs_b, note = None, 0, 0, ""
@@ -191,16 +191,16 @@ def _impossible_step(grouped: Group) -> str | None:
     return None
 
 
-def _decide(ruled: bool, broken: bool, unchanged: bool, p: float | None, alpha: float, note: str) -> tuple[str, str]:
-    """(verdict, note): without a rule "unchanged" / "changed"; a broken rule is a regression
-    unless the runs' p is at least ``alpha`` (the threshold alone decides without p)."""
+def _decide(ruled: bool, broken: bool, unchanged: bool, p: float | None, alpha: float, note: str) -> tuple[Verdict, str]:
+    """(verdict, note): without a rule unchanged / changed; a broken rule is a regression unless
+    the runs' p is at least ``alpha`` (the threshold alone decides without p)."""
     if not ruled:
-        return ("unchanged" if unchanged else "changed"), ""
+        return (Verdict.UNCHANGED if unchanged else Verdict.CHANGED), ""
     if not broken:
-        return "ok", note
+        return Verdict.OK, note
     if p is not None and p >= alpha:
-        return "not significant", note
-    return "REGRESSION", ("threshold only; " + note if p is None and note else note)
+        return Verdict.NOT_SIGNIFICANT, note
+    return Verdict.REGRESSION, ("threshold only; " + note if p is None and note else note)
 
 
 #: a per-run median step time above this (11.6 days) is no measurement
@@ -299,7 +299,7 @@ def _sort_rules(
     return active, missing, not_applicable
 
 
-def compare(
+def _compare_records(
     baseline: str | os.PathLike | Iterable[Mapping[str, Any]],
     current: str | os.PathLike | Iterable[Mapping[str, Any]],
     rules: Iterable[str | Rule] | None = None,
@@ -308,16 +308,8 @@ def compare(
     allow_missing_rows: bool = False,
     allow_missing_metrics: bool = False,
 ) -> CompareResult:
-    """Compare ``current`` results against ``baseline``: paths to CSV/JSON results files or
-    sweep store directories, lists of records, or DataFrames.
-
-    ``rules``: expressions such as ``"throughput:-5%"`` or :class:`Rule` objects; ``None``
-    means :data:`DEFAULT_RULES`. The result fails (``exit_code`` 1) on a regression, on baseline
-    configurations absent from ``current`` (unless ``allow_missing_rows``) and on a ruled
-    metric only one side has (unless ``allow_missing_metrics``). Raises :class:`InputFileError`
-    (missing file, wrong schema, no common configuration), :class:`RuleError` (bad rule, or an
-    explicit rule whose metric neither side has) or :class:`SpecError` (bad ``alpha``).
-    """
+    """:func:`vitbench.gate.compare` on records (the record path: any source, every case); its
+    arguments, result and errors are documented there."""
     _check_alpha(alpha)
     base_records, cur_records, active, missing, not_applicable = _load_sides(baseline, current, rules)
     failures: list[str] = []
@@ -417,8 +409,10 @@ def _compare_configuration(base: Any, cur: Any, name: str, key: tuple, metrics: 
     warning when either side failed otherwise, else one comparison per metric."""
     base_failed, cur_failed = base.failed(), cur.failed()
     if cur_failed and not base_failed:
-        return [MetricComparison(name, key, "status", None, None, None, ("status:ok",), ("status:ok",), None, 0, 0,
-                                 "REGRESSION", f"ok in baseline, {cur_failed} in current")]
+        return [MetricComparison(configuration=name, key=key, metric="status", baseline=None, current=None,
+                                 rel_change=None, rules=("status:ok",), failed_rules=("status:ok",), p_value=None,
+                                 n_baseline=0, n_current=0, verdict=Verdict.REGRESSION,
+                                 note=f"ok in baseline, {cur_failed} in current")]
     if cur_failed or base_failed:
         warnings.append(
             f"{name}: status {base_failed or 'ok'} in baseline, {cur_failed or 'ok'} in current; metrics not compared"
@@ -432,7 +426,7 @@ def _closing_checks(rows: Sequence[MetricComparison], active: Sequence[Rule], fa
                     warnings: list[str]) -> None:
     """A gate that checked nothing fails; metrics whose significance could not be assessed are
     named."""
-    checked = [r for r in rows if r.rules and r.verdict not in ("n/a",)]
+    checked = [r for r in rows if r.rules and r.verdict != Verdict.NOT_APPLICABLE]
     if not checked and not failures:
         failures.append(
             "nothing was checked: no rule met a value on both sides (" + (", ".join(str(r) for r in active) or "no rule applies")

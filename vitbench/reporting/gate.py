@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from vitbench.escape import markdown_text, terminal_text
-from vitbench.gate.result import TEST_NAME, CompareResult
+from vitbench.gate.result import TEST_NAME, CompareResult, Verdict
 from vitbench.gate.rules import is_rate
 from vitbench.reporting.format import humanize, markdown_escape, si
 from vitbench.reporting.format import render as render_records
@@ -35,11 +35,11 @@ def summary_line(result: CompareResult) -> str:
     rules: ...)``, with the gate's other failures counted."""
     counts = result.counts()
     configs = result.configurations()
-    regressions = counts.get("REGRESSION", 0)
+    regressions = counts.get(Verdict.REGRESSION, 0)
     parts = [f"{regressions} regression{'s' * (regressions != 1)}"]
-    if counts.get("MISSING"):
-        parts.append(f"{counts['MISSING']} missing")
-    parts += [f"{counts.get('not significant', 0)} not significant", f"{counts.get('ok', 0)} ok"]
+    if counts.get(Verdict.MISSING):
+        parts.append(f"{counts[Verdict.MISSING]} missing")
+    parts += [f"{counts.get(Verdict.NOT_SIGNIFICANT, 0)} not significant", f"{counts.get(Verdict.OK, 0)} ok"]
     failures = f"; {len(result.failures)} other failure{'s' * (len(result.failures) != 1)}" if result.failures else ""
     return (
         f"{'PASS' if result.passed else 'FAIL'}: {', '.join(parts)} ({len(result.rows)} "
@@ -73,7 +73,7 @@ def _listed(result: CompareResult) -> tuple[Any, int]:
     nor unchanged."""
     if len(result.rows) <= LISTED_ROWS:
         return result.rows, 0
-    notable = ("REGRESSION", "MISSING", "INVALID", "not significant", "changed", "n/a")
+    notable = tuple(v for v in Verdict if v not in (Verdict.OK, Verdict.UNCHANGED))
     if hasattr(result.rows, "where"):
         picked = result.rows.where(notable)
     else:
@@ -108,7 +108,7 @@ def table_rows(result: CompareResult) -> list[dict[str, Any]]:
             "change": r.change_text,
             "p": _p_text(r),
             "rule": ", ".join(r.rules),
-            "verdict": r.verdict + (f" ({r.note})" if r.note else ""),
+            "verdict": str(r.verdict) + (f" ({r.note})" if r.note else ""),
         }
         for r in _listed(result)[0]
     ]
@@ -159,9 +159,9 @@ def _junit_case(row) -> Any:
     if row.failed:
         broken = f" (broke {', '.join(row.failed_rules)})" if row.failed_rules else ""
         failure = ET.SubElement(case, "failure", message=f"{row.verdict}: {row.metric} {row.change_text}{broken}".strip(),
-                                type=row.verdict)
+                                type=str(row.verdict))
         failure.text = detail
-    elif row.verdict == "n/a":
+    elif row.verdict == Verdict.NOT_APPLICABLE:
         ET.SubElement(case, "skipped", message=row.note or "nothing to compare")
     else:
         ET.SubElement(case, "system-out").text = f"{row.verdict}: {detail}"
