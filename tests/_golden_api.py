@@ -78,6 +78,22 @@ def predict_cpu(folder: Path):
     return _masked(records)
 
 
+def predict_cpu_small(folder: Path):
+    import vitbench
+
+    records = vitbench.predict("mnist-vit", batch_size=2, calibration=_calibration_file(folder), epochs=2,
+                               dataset_size=1000, price_per_hour=1.5)
+    return _masked(records)
+
+
+def predict_gpu_small(folder: Path):
+    import vitbench
+
+    records = vitbench.predict("mnist-vit", device="h100,l4", batch_size=2, precision="bf16", epochs=1,
+                               dataset_size=10_000, price_per_hour="h100=2.5,l4=0.6")
+    return _masked(records)
+
+
 def predict_refused(folder: Path):
     import vitbench
 
@@ -120,8 +136,10 @@ def sweep(folder: Path):
 #: case -> (function, the markdown table's columns: None for every column)
 CASES = {
     "predict_cpu": (predict_cpu, "predict"),
+    "predict_cpu_small": (predict_cpu_small, "predict"),
     "predict_refused": (predict_refused, "predict"),
     "predict_gpu": (predict_gpu, "predict"),
+    "predict_gpu_small": (predict_gpu_small, "predict"),
     "choose": (choose, "choose"),
     "profile": (profile, "profile"),
     "sweep": (sweep, None),
