@@ -26,7 +26,7 @@ LAYERS = (
     ("vitbench.errors", "vitbench.lazy", "vitbench.units", "vitbench.documents", "vitbench.row_warnings",
      "vitbench.procfs", "vitbench.escape", "vitbench.input_files", "vitbench.hooks", "vitbench.version"),
     ("vitbench.results", "vitbench.csv_records", "vitbench.csv_columns", "vitbench.record_schema", "vitbench.reading",
-     "vitbench.store"),
+     "vitbench.store", "vitbench.typed_rows"),
     ("vitbench.specs", "vitbench.settings"),
     ("vitbench.presets",),
     ("vitbench.analytic",),

@@ -39,6 +39,18 @@ _EXPORTS = {
     "PlainCNNSpec": "vitbench.specs",
     "with_overrides": "vitbench.specs",
     "RunSettings": "vitbench.settings",
+    # what the commands are asked, as frozen settings (the keyword forms build the same objects)
+    "PredictSettings": "vitbench.timemodel.predict_settings",
+    "ChooseSettings": "vitbench.timemodel.predict_settings",
+    "PlanSettings": "vitbench.analytic.memory.plan_settings",
+    "SweepSettings": "vitbench.sweeps.settings",
+    # what they return: Records of rows that are dicts and answer by typed attribute
+    "Records": "vitbench.results",
+    "Row": "vitbench.typed_rows",
+    "PredictionRow": "vitbench.typed_rows",
+    "ChoiceRow": "vitbench.typed_rows",
+    "MeasuredRow": "vitbench.typed_rows",
+    "ErrorBand": "vitbench.typed_rows",
 }
 
 __all__ = ["__version__", *_EXPORTS]

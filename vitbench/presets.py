@@ -170,6 +170,17 @@ def _canonical(name: str) -> str:
 
 
 def get_preset(name: str) -> Preset:
+    """The preset named ``name``.
+
+    Args:
+        name: a preset's name, in any of its spellings (``vit-b/16``, ``ViT-B_16``, ``resnet50``).
+
+    Returns:
+        The :class:`Preset`: its name, spec, description and source.
+
+    Raises:
+        UnknownModelError: no such preset (the closest names suggested).
+    """
     key = _canonical(name)
     if key in PRESETS:
         return PRESETS[key]
@@ -178,10 +189,30 @@ def get_preset(name: str) -> Preset:
 
 
 def resolve(name: str, **overrides: Any) -> ModelSpec:
-    """The spec of preset ``name`` with field overrides applied (values may be text)."""
+    """The spec of preset ``name`` with field overrides applied.
+
+    Args:
+        name: a preset's name (:func:`get_preset`).
+        **overrides: spec fields to change (``patch_size=8``; values may be text, ``"8"``).
+
+    Returns:
+        The spec, validated.
+
+    Raises:
+        UnknownModelError: no such preset.
+        SpecError: a field the spec does not have, or a wrong value.
+    """
     preset = get_preset(name)
     return with_overrides(preset.spec, **overrides)
 
 
 def list_presets() -> list[Preset]:
+    """Every preset, in the order ``vitbench models`` lists them.
+
+    Returns:
+        The :class:`Preset` objects.
+
+    Raises:
+        Nothing: the presets are built in.
+    """
     return list(PRESETS.values())

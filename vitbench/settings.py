@@ -5,8 +5,9 @@ No torch import.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from vitbench.errors import SpecError
 from vitbench.specs.vit import ATTENTIONS
@@ -64,6 +65,7 @@ __all__ = [
     "OPTIMIZERS",
     "PRECISIONS",
     "STAGES",
+    "KeywordSettings",
     "RunSettings",
     "check_batch_size",
     "default_threads",
@@ -233,6 +235,44 @@ class RunSettings:
             if name not in known:
                 raise SpecError(name, value, "unknown run setting")
         return cls(**data)
+
+
+S = TypeVar("S", bound="KeywordSettings")
+
+
+class KeywordSettings:
+    """What a command's frozen settings dataclass shares (:class:`PredictSettings`,
+    :class:`ChooseSettings`, :class:`SweepSettings`): the command's keyword arguments split into
+    its settings and the rest, and a validated copy with changes."""
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """The names of the settings' fields (the keyword arguments the command takes for them)."""
+        return tuple(f.name for f in fields(cls))  # type: ignore[arg-type]
+
+    @classmethod
+    def split(cls: type[S], settings: S | None, keywords: Mapping[str, Any]) -> tuple[S, dict[str, Any]]:
+        """``(settings, rest)`` from a command's keyword arguments: those that name a field of
+        the settings change ``settings`` (the defaults when None); the rest are the command's to
+        use (spec fields to override, ``img_size=384``, for predict and choose).
+
+        Raises:
+            SpecError: a field's value is wrong (the settings validate themselves; a sweep's
+                say so as a SweepFileError or StoreError).
+            TypeError: ``settings`` is not of this class.
+        """
+        if settings is not None and not isinstance(settings, cls):
+            raise TypeError(f"settings must be a {cls.__name__}, got {type(settings).__name__}")
+        names = set(cls.field_names())
+        changes = {k: v for k, v in keywords.items() if k in names}
+        rest = {k: v for k, v in keywords.items() if k not in names}
+        if settings is None:
+            return cls(**changes), rest
+        return (replace(settings, **changes) if changes else settings), rest  # type: ignore[type-var]
+
+    def replace(self: S, **changes: Any) -> S:
+        """A copy with ``changes``, validated again."""
+        return replace(self, **changes)  # type: ignore[type-var]
 
 
 def settings_fields() -> tuple[str, ...]:

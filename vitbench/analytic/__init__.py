@@ -92,7 +92,18 @@ def params(spec: ModelSpec) -> int:
 
 
 def complexity(spec: ModelSpec, batch_size: int = 1) -> Complexity:
-    """Exact params, MACs per component and element-wise work for ``batch_size`` images."""
+    """Exact params, MACs per component and element-wise work for ``batch_size`` images.
+
+    Args:
+        spec: a model spec (:class:`ViTSpec`, :class:`ResNetSpec`, ...).
+        batch_size: images per forward pass.
+
+    Returns:
+        A :class:`Complexity`: ``params``, ``macs``, ``macs_by_component``, ``elementwise_ops``.
+
+    Raises:
+        SpecError: a wrong batch size.
+    """
     check_batch_size(batch_size)
     return complexity_of(spec, batch_size)
 

@@ -209,11 +209,25 @@ def audit(
     measure: bool = False,
     measurer: Measurer | None = None,
 ) -> Records:
-    """Recompute the catalogue's claims (all, or those ids / that document prefix) and give each
-    a verdict. ``counted``: also count parameters on the built module and trace MACs where a claim
-    asks; ``measure``: judge claims about a GPU (throughput, GPU memory) by measuring on a CUDA
-    device, with ``measurer(spec, batch_size, mode)`` returning a :func:`vitbench.profile`
-    record, or None without a device (default: :func:`~vitbench.claims.measured.measure_on_cuda`).
+    """Recompute the catalogue's claims (the figures source documents state) and give each a verdict.
+
+    Args:
+        claims: claim ids (one, or several); None: every claim (of ``source``).
+        source: only the claims of one source document: its short name (``assignment``) or
+            its file's prefix.
+        catalogue: a claims catalogue file (None: the packaged catalogue).
+        counted: also count parameters on the built module and trace MACs where a claim asks.
+        measure: judge claims about a GPU (throughput, GPU memory) by measuring on a CUDA device.
+        measurer: ``measurer(spec, batch_size, mode)`` returning a :func:`vitbench.profile` row,
+            or None without a device (default: :func:`~vitbench.claims.measured.measure_on_cuda`).
+
+    Returns:
+        :class:`~vitbench.results.Records`, one per claim: the stated and recomputed values and
+        the ``verdict``.
+
+    Raises:
+        UnknownClaimError: a claim id not in the catalogue (the closest ones named).
+        CatalogueError: a catalogue file that is not one.
 
     >>> audit(["ch-vitb-flops-224"])[0]["verdict"]  # doctest: +SKIP
     'off'

@@ -37,7 +37,7 @@ def run(args) -> int:
     from vitbench.timemodel.calibration.cache import save
     from vitbench.timemodel.calibration.schema import summary
     from vitbench.timemodel.calibration.worker import calibrate
-    from vitbench.timemodel.run import check_device
+    from vitbench.timemodel.predict_settings import check_device
 
     device = check_device(args.device)
     if device not in ("cpu", "cuda"):

@@ -4,6 +4,7 @@ answer first, and the verdict in one sentence (the logic: vitbench/timemodel/cho
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from vitbench.cli.common import (
     add_format_argument,
@@ -16,6 +17,9 @@ from vitbench.cli.common import (
     positive_int,
 )
 from vitbench.cli.progress import Steps, add_quiet_argument
+
+if TYPE_CHECKING:
+    from vitbench.timemodel.predict_settings import ChooseSettings
 
 
 def register(subparsers) -> None:
@@ -58,6 +62,18 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
+def choose_settings(args) -> ChooseSettings:
+    """The command line's flags as the :class:`ChooseSettings` the API takes (validated there)."""
+    from vitbench.timemodel.predict_settings import ChooseSettings
+
+    return ChooseSettings(
+        device=args.device, mode=args.mode, batch_size=args.batch_size, precision=(args.precision or ["fp32"])[0],
+        optimizer=args.optimizer, epochs=args.epochs, dataset_size=args.dataset_size, price=args.price,
+        prices_file=args.prices, gpus=args.gpus, nodes=args.nodes, network_gbit_s=args.network_gbps, sort=args.sort,
+        trace_cache=not args.no_trace_cache,
+    )
+
+
 def run(args) -> int:
     from vitbench.errors import SpecError
     from vitbench.timemodel.choose import TABLE_COLUMNS, choose
@@ -66,11 +82,7 @@ def run(args) -> int:
         raise SpecError("precision", ",".join(args.precision), "choose prices one precision at a time")
     steps = Steps("choose", quiet=args.quiet, delay_s=2.0)
     try:
-        rows = choose(args.models, device=args.device, mode=args.mode, batch_size=args.batch_size,
-                      precision=(args.precision or ["fp32"])[0], optimizer=args.optimizer, epochs=args.epochs,
-                      dataset_size=args.dataset_size, price=args.price, prices_file=args.prices, gpus=args.gpus,
-                      nodes=args.nodes, network_gbit_s=args.network_gbps, sort=args.sort,
-                      trace_cache=not args.no_trace_cache, overrides=overrides_from(args), on_progress=steps)
+        rows = choose(args.models, choose_settings(args), overrides=overrides_from(args), on_progress=steps)
     finally:
         steps.close()
     from vitbench.row_warnings import texts

@@ -55,6 +55,15 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
+def plan_settings(args):
+    """The command line's flags as the :class:`~vitbench.analytic.memory.plan_settings.PlanSettings`
+    the API takes (validated there)."""
+    from vitbench.analytic.memory.plan_settings import PlanSettings
+
+    return PlanSettings(memory_bytes=args.memory, batch_size=args.batch_size, mode=args.mode, precision=args.precision,
+                        optimizer=args.optimizer)
+
+
 def run(args) -> int:
     from vitbench.api import plan_records, resolve_models
     from vitbench.errors import VitbenchError
@@ -67,8 +76,7 @@ def run(args) -> int:
     targets = resolve_models(args.models, overrides_from(args))
     steps = Steps("plan", quiet=args.quiet, delay_s=2.0)
     try:
-        records = plan_records(targets, args.memory, args.batch_size, args.mode, args.precision, args.optimizer,
-                               on_progress=steps)
+        records = plan_records(targets, plan_settings(args), on_progress=steps)
     finally:
         steps.close()
     columns = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from vitbench.cli.common import (
     add_format_argument,
@@ -16,6 +17,9 @@ from vitbench.cli.common import (
     run_settings_from,
 )
 from vitbench.cli.progress import Steps, add_quiet_argument
+
+if TYPE_CHECKING:
+    from vitbench.timemodel.predict_settings import PredictSettings
 
 
 def register(subparsers) -> None:
@@ -99,14 +103,20 @@ def run(args) -> int:
 def _predict(args, settings, steps: Steps):
     from vitbench.timemodel.run import predict
 
-    return predict(
-        args.models, device=args.device, mode=settings.get("mode", "infer"), batch_size=settings.get("batch_size", 1),
+    return predict(args.models, predict_settings(args, settings), overrides=overrides_from(args),
+                   on_calibrate=steps.wait, on_progress=steps)
+
+
+def predict_settings(args, settings: dict) -> PredictSettings:
+    """The command line's flags as the :class:`PredictSettings` the API takes (validated there)."""
+    from vitbench.timemodel.predict_settings import PredictSettings
+
+    return PredictSettings(
+        device=args.device, mode=settings.get("mode", "infer"), batch_size=settings.get("batch_size", 1),
         precision=args.precision or "fp32", optimizer=settings.get("optimizer", "adamw"), reparam=args.reparam,
-        trace_cache=not args.no_trace_cache, host_dispatch=args.host_dispatch,
-        threads=settings.get("threads"), calibration=args.calibration, recalibrate=args.recalibrate,
-        epochs=args.epochs, dataset_size=args.dataset_size, price_per_hour=args.price_per_hour, prices_file=args.prices,
-        measured=args.measured, overrides=overrides_from(args), on_calibrate=steps.wait,
-        on_progress=steps,
+        trace_cache=not args.no_trace_cache, host_dispatch=args.host_dispatch, threads=settings.get("threads"),
+        calibration=args.calibration, recalibrate=args.recalibrate, epochs=args.epochs, dataset_size=args.dataset_size,
+        price_per_hour=args.price_per_hour, prices_file=args.prices, measured=args.measured,
     )
 
 

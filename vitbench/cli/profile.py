@@ -57,12 +57,13 @@ def _report(row) -> None:
 
 def run(args) -> int:
     os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # the profiler's C++ start/stop chatter
-    from vitbench.measure.profile import TABLE_COLUMNS, profile
+    from vitbench.measure.profile import TABLE_COLUMNS, profile, settings_and_alternatives
 
+    settings, alternatives = settings_and_alternatives(None, run_settings_from(args))
     steps = Steps("profile", quiet=args.quiet)
     try:
-        records = profile(args.models, overrides=overrides_from(args), on_row=_report, on_progress=steps,
-                          **run_settings_from(args))
+        records = profile(args.models, settings, overrides=overrides_from(args), on_row=_report, on_progress=steps,
+                          **alternatives)
     finally:
         steps.close()
     columns = None

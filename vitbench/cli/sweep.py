@@ -134,31 +134,36 @@ def _dry_run(plan, shard) -> int:
     return 0
 
 
+def sweep_settings(args: argparse.Namespace):
+    """The command line's flags as the :class:`~vitbench.sweeps.settings.SweepSettings` the API
+    takes (validated there)."""
+    from vitbench.sweeps.settings import SweepSettings
+
+    return SweepSettings(
+        out=args.out, resume=args.resume, force=args.force, allow_foreign=args.allow_foreign,
+        retry_failed=args.retry_failed, shard=args.shard, yes=args.yes, export=_split(args.export) or ["csv"],
+        launcher=args.launcher, launcher_options=_launcher_options(args), sync=args.sync,
+        sync_interval_s=args.sync_interval,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
-    from vitbench.sweeps.grid import parse_shard
-    from vitbench.sweeps.launch import check_arguments, sweep
+    from vitbench.sweeps.launch import sweep
     from vitbench.sweeps.progress import Progress, sigterm_as_interrupt
 
     plan = build_plan(args)
-    shard = parse_shard(args.shard)
-    check_arguments(launcher=args.launcher, shard=shard, resume=args.resume, retry_failed=args.retry_failed)
+    settings = sweep_settings(args)
     if args.dry_run:
-        from vitbench.store.options import StoreOptions
         from vitbench.sweeps.run import check_runnable
 
-        check_runnable(plan, StoreOptions(export=_split(args.export) or ["csv"], sync=args.sync,
-                                          sync_interval_s=args.sync_interval))  # what the run would refuse
-        return _dry_run(plan, shard)
+        check_runnable(plan, settings.store_options())  # what the run would refuse
+        return _dry_run(plan, settings.shard)
     progress = Progress(sys.stderr, quiet=args.quiet, desc=plan.name)
     try:
         with sigterm_as_interrupt():
             result = sweep(
-                plan, out=args.out, resume=args.resume, force=args.force, allow_foreign=args.allow_foreign,
-                retry_failed=args.retry_failed, shard=shard, yes=args.yes, export=_split(args.export) or ["csv"],
-                launcher=args.launcher, launcher_options=_launcher_options(args),
-                on_start=progress.on_start, on_row=progress.on_row,
+                plan, settings, on_start=progress.on_start, on_row=progress.on_row,
                 on_calibrate=lambda message: print(f"vitbench: {message}", file=sys.stderr, flush=True),
-                sync=args.sync, sync_interval_s=args.sync_interval,
             )
     finally:
         progress.close()

@@ -126,8 +126,22 @@ def count_target(
 def count(
     model: Any, batch_size: int = 1, counters=COUNTERS, *, input_size: tuple[int, int, int] | None = None
 ) -> dict[str, Any]:
-    """Traced counts as a flat record: module_params, fvcore_macs, fvcore_flops,
-    fvcore_activations, fvcore_unsupported, dispatch_macs (only the requested counters' columns).
+    """Traced counts of one model as a flat record.
+
+    Args:
+        model: a preset name, spec, reference or ``nn.Module``.
+        batch_size: images in the traced forward pass.
+        counters: ``fvcore``, ``dispatch`` (FlopCounterMode on meta tensors), or both.
+        input_size: ``(C, H, W)`` of a live module that does not say.
+
+    Returns:
+        A dict with ``module_params`` and the requested counters' columns: ``fvcore_macs``,
+        ``fvcore_flops`` (fvcore's own convention), ``fvcore_activations``, ``fvcore_unsupported``,
+        ``dispatch_macs``.
+
+    Raises:
+        SpecError: an unknown counter or model, or a model too large to trace.
+        ModelError: the model's own code fails (its factory, its forward).
 
     >>> count(torchvision.models.resnet50(), input_size=(3, 224, 224))  # doctest: +SKIP
     """
@@ -137,10 +151,23 @@ def count(
 def module_table(
     model: Any, depth: int = 2, batch_size: int = 1, *, input_size: tuple[int, int, int] | None = None
 ):
-    """Per-module parameters and MACs (dispatch counter, children included) down to ``depth``
-    levels below the root, for any model, like fvcore's by-module table: one record per module
-    path (``''`` = the whole model), in module order, plus the named component when the module
-    is a ViT, Swin, ConvNeXt or ResNet that vitbench recognises."""
+    """Per-module parameters and MACs of any model, like fvcore's by-module table.
+
+    Args:
+        model: a preset name, spec, reference or ``nn.Module``.
+        depth: levels below the root to list.
+        batch_size: images in the traced forward pass (the dispatch counter, children included).
+        input_size: ``(C, H, W)`` of a live module that does not say.
+
+    Returns:
+        :class:`~vitbench.results.Records`, one per module path (``''`` = the whole model), in
+        module order: ``module``, ``depth``, ``params``, ``macs``, and ``component`` (the analytic
+        component it computes) when the model is a ViT, Swin, ConvNeXt or ResNet vitbench recognises.
+
+    Raises:
+        SpecError: an unknown model, or a model too large to trace.
+        ModelError: the model's own code fails.
+    """
     target = resolve(model, input_size=input_size)
     counted, _, note = run.run_dispatch(target, batch_size)
     macs = by_depth(counted.by_module, depth)

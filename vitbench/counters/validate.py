@@ -132,9 +132,28 @@ def validate(
     fvcore_budget_macs: int = DEFAULT_FVCORE_BUDGET_MACS,
     progress=None,
 ) -> Records:
-    """One record per (model, resolution, batch size): analytic and counted parameters
-    (``params`` vs ``module_params``) and MACs (``macs`` vs ``fvcore_macs``, ``dispatch_macs``),
-    whether they all agree, and the components that differ."""
+    """Check the analytic counts against the traced counters: one record per (model, resolution,
+    batch size) with analytic and counted parameters (``params`` vs ``module_params``) and MACs
+    (``macs`` vs ``fvcore_macs``, ``dispatch_macs``), whether they all agree, and the components
+    that differ.
+
+    Args:
+        models: preset names, specs or references (None: every preset).
+        resolutions: input sides to check each model at (an int, or ``(H, W)``); None: a
+            preset's or spec's usual resolutions, a reference's own.
+        batch_sizes: the batch sizes to trace.
+        counters: the traced counters to compare: ``fvcore``, ``dispatch``.
+        fvcore_budget_macs: a configuration above this many MACs is not counted by fvcore (its
+            cells stay empty and ``notes`` says so).
+        progress: called with each record as it is made.
+
+    Returns:
+        :class:`~vitbench.results.Records`, one per configuration: the analytic and counted
+        columns, ``agree`` and ``notes``.
+
+    Raises:
+        SpecError: an unknown counter, model, spec field or resolution (one line naming it).
+    """
     counters = check_counters(counters)
     records = Records()
     for target in _targets(models, resolutions):

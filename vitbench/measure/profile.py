@@ -31,8 +31,9 @@ from vitbench.models.references import resolve_all as resolve_models
 from vitbench.models.target import is_module
 from vitbench.results import Records, check_output_dir
 from vitbench.settings import RunSettings, settings_fields
+from vitbench.typed_rows import MeasuredRow
 
-__all__ = ["TABLE_COLUMNS", "RunSettings", "measure", "profile", "settings_grid", "validate_settings"]
+__all__ = ["TABLE_COLUMNS", "RunSettings", "measure", "profile", "settings_and_alternatives", "settings_grid", "validate_settings"]
 
 
 def measure(model: Any, settings: RunSettings | None = None, *,
@@ -105,40 +106,68 @@ def profile(
     input_size: Any = None,
     **changes: Any,
 ) -> Records:
-    """Measure every model under ``settings``; keyword arguments that name a
-    :class:`RunSettings` field change the settings (a list gives one configuration per value:
-    ``mode=["infer", "train"]``), the rest override spec fields (a list: one model per value),
-    as do the entries of ``overrides`` (a field name -> value(s), values as on the command line
-    or typed). Rows come settings-major (every model at the first settings, then the next).
-    ``on_row`` is called with each row as it is measured; ``on_progress(done, total, label)`` as
-    each run starts (``total`` = configurations x runs). ``input_size=(C, H, W)``: a live
-    module's input, as in :func:`vitbench.analyze`.
+    """Measure every model under ``settings`` on this machine, each configuration in fresh
+    worker processes, pooled (see the module's docstring).
+
+    Args:
+        models: one model or several: preset names, references, specs or ``nn.Module`` objects.
+        settings: how each configuration is measured (:class:`~vitbench.settings.RunSettings`:
+            device, mode, batch size, precision, threads, runs ...); None: the defaults.
+        overrides: spec fields to change (a field name -> value(s), as on the command line or
+            typed; a list: one model per value).
+        on_row: called with each row as it is measured.
+        on_progress: called ``(done, total, label)`` as each run starts (``total`` =
+            configurations x runs).
+        input_size: ``(C, H, W)`` of a live module that does not say (as in :func:`vitbench.analyze`).
+        **changes: a :class:`RunSettings` field changes ``settings`` (a list: one configuration
+            per value, ``mode=["infer", "train"]``: :func:`settings_and_alternatives`); any
+            other name is a spec field to override, as in ``overrides``.
+
+    Returns:
+        :class:`~vitbench.results.Records` of :class:`~vitbench.typed_rows.MeasuredRow`,
+        settings-major (every model at the first settings, then the next): ``row.latency_p50_s``,
+        ``row.throughput_img_s``, ``row.peak_memory_bytes``, ``row.run_medians_s``; a
+        configuration that runs out of memory, fails, or is refused from the memory model is a
+        row with its ``status`` (``oom``, ``error``, ``refused``) and ``error``.
+
+    Raises:
+        SpecError: a setting the device cannot run, an unknown model or spec field.
+        OutputFileError: ``trace_dir`` cannot be written.
 
     >>> profile(["vit-s/16", "resnet18"], mode="train", batch_size=8)  # doctest: +SKIP
     """
     if isinstance(models, str) or not isinstance(models, Iterable) or is_module(models):
         models = [models]
     setting_changes, spec_overrides = split_overrides(changes)
-    spec_overrides = {**spec_overrides, **(overrides or {})}
-    lists = {k: v for k, v in setting_changes.items() if isinstance(v, (list, tuple))}
-    base = (settings or RunSettings()).replace(**{k: v for k, v in setting_changes.items() if k not in lists})
+    base, lists = settings_and_alternatives(settings, setting_changes)
     all_settings = settings_grid(base, **lists)
-
     if base.trace_dir is not None:  # before any model is resolved (a py: module imported) and measured
-
         check_output_dir(base.trace_dir, "trace_dir")
-    targets = [measured(target) for target in resolve_models(models, spec_overrides, input_size=input_size)]
+    targets = [measured(t) for t in resolve_models(models, {**spec_overrides, **(overrides or {})}, input_size=input_size)]
     records = Records()
     configurations = [(s, t) for s in all_settings for t in targets]
     total = sum(s.runs for s, _ in configurations)
     done = 0
     for run_settings, target in configurations:
-        row = measure(target, run_settings, on_run=_run_reporter(on_progress, done, total, target, run_settings))
+        row = MeasuredRow(measure(target, run_settings, on_run=_run_reporter(on_progress, done, total, target, run_settings)))
         done += run_settings.runs
         records.append(row)
         if on_row is not None:
             on_row(row)
     return records
+
+
+def settings_and_alternatives(settings: RunSettings | None, changes: dict[str, Any]) -> tuple[RunSettings, dict[str, list]]:
+    """``(settings with the single-valued changes, {field: values} of the listed ones)``: what
+    :func:`profile` measures is :func:`settings_grid` of the two (``vitbench profile`` builds its
+    RunSettings with this).
+
+    Raises:
+        SpecError: a value the settings refuse.
+    """
+    lists = {k: list(v) for k, v in changes.items() if isinstance(v, (list, tuple))}
+    base = (settings or RunSettings()).replace(**{k: v for k, v in changes.items() if k not in lists})
+    return base, lists
 
 
 def _run_reporter(on_progress: Callable[[int, int, str], None] | None, done: int, total: int, target: Any,

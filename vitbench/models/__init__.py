@@ -23,10 +23,20 @@ if TYPE_CHECKING:
 
 
 def build_model(model: ModelSpec | Target | str | nn.Module, device: Any = None) -> nn.Module:
-    """The ``nn.Module`` for a spec, a reference (``timm:convnext_tiny``) or a resolved Target:
-    random initial weights (never downloaded), training mode, on ``device`` (default: the
-    current default device). A live module (a Target made from one) is returned as it is,
-    moved to ``device`` when one is given."""
+    """The ``nn.Module`` for a spec, a reference (``timm:convnext_tiny``) or a resolved Target.
+
+    Args:
+        model: a spec, a preset name or reference, a Target, or a live module.
+        device: where to build it (None: the current default device).
+
+    Returns:
+        The module with random initial weights (never downloaded), in training mode. A live
+        module (a Target made from one) is returned as it is, moved to ``device`` when given.
+
+    Raises:
+        SpecError: an unknown model or reference.
+        ModelError: the model's own code fails to build it.
+    """
     import torch
 
     if isinstance(model, tuple(SPEC_TYPES.values())):

@@ -137,7 +137,18 @@ def override_combinations(overrides: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def with_overrides(spec: Any, **overrides: Any) -> Any:
-    """A copy of ``spec`` with fields replaced; values may be given as text. Validates."""
+    """A copy of ``spec`` with fields replaced, validated.
+
+    Args:
+        spec: a model spec.
+        **overrides: the fields to replace; values may be given as text (``depth="13"``).
+
+    Returns:
+        The new spec (``spec`` itself when nothing is replaced).
+
+    Raises:
+        SpecError: a field the spec does not have, or a value it refuses.
+    """
     if not overrides:
         return spec
     parsed = {k: parse_field_value(type(spec), k, v) for k, v in overrides.items()}

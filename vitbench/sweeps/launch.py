@@ -7,94 +7,76 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vitbench.settings import COUNTERS, LAUNCHERS
-from vitbench.store.layout import DEFAULT_SYNC_EVERY, DEFAULT_SYNC_INTERVAL_S
-from vitbench.store.options import StoreOptions
+from vitbench.settings import LAUNCHERS
 from vitbench.sweeps import launchers
-from vitbench.sweeps.grid import parse_shard
 from vitbench.sweeps.launchers import ArrayOptions, visible_gpus
 from vitbench.sweeps.plan import SweepPlan
 from vitbench.sweeps.run import SweepResult, default_out, execute, resolve_plan
-from vitbench.sweeps.schema import SweepFileError
+from vitbench.sweeps.settings import PLAN_KEYWORDS, SweepSettings, check_arguments
 
 
 def sweep(
     source: str | os.PathLike | SweepPlan | None = None,
+    settings: SweepSettings | None = None,
     *,
-    models: Sequence[str] | str | None = None,
-    grid: Mapping[str, Any] | None = None,
-    batch_sizes: Sequence[int] | int = (1,),
-    stages: Sequence[str] | str = ("analytic",),
-    counters: Sequence[str] | str = COUNTERS,
-    measure: Mapping[str, Any] | None = None,
-    name: str | None = None,
-    out: str | os.PathLike | None = None,
-    resume: bool = False,
-    force: bool = False,
-    allow_foreign: bool = False,
-    retry_failed: bool = False,
-    shard: str | tuple[int, int] | None = None,
-    yes: bool = False,
-    export: Sequence[str] = ("csv",),
-    launcher: str = "local",
-    launcher_options: Mapping[str, Any] | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
     on_calibrate: Callable[[str], None] | None = None,
-    sync: str = "interval",
-    sync_interval_s: float = DEFAULT_SYNC_INTERVAL_S,
-    sync_every: int = DEFAULT_SYNC_EVERY,
+    **keywords: Any,
 ) -> SweepResult:
     """Run a sweep (a sweep file, a :class:`SweepPlan`, or ``models`` x ``grid``) into a store.
 
-    Each completed row is on disk before the next configuration starts. ``on_start(todo,
-    skipped)`` and ``on_row(row)`` let a caller show progress. Raises :class:`SweepInterrupted`
-    (exit code 130) on Ctrl-C after saving; ``on_calibrate(message)`` hears when the predict
-    stage calibrates the device first (about 30 s, once per machine); never raises for a failing configuration.
-    ``sync``: ``interval`` (default: group commit, fsync every ``sync_interval_s`` seconds; no
-    row is lost when the process is killed, at most the last interval on a power failure) or
-    ``always`` (one fsync per row); ``sync_every``: at most this many rows between fsyncs.
-    ``launcher``: ``local`` (this process), ``gpus`` (one worker per visible GPU) or
-    ``submitit`` (a Slurm job array); see :mod:`vitbench.sweeps.launchers`.
+    Each completed row is on disk before the next configuration starts; a failing configuration
+    is a row with its ``status`` and ``error``, never an exception.
+
+    Args:
+        source: a sweep file (TOML or YAML), a :class:`~vitbench.sweeps.plan.SweepPlan`, or None
+            to make the plan from ``models`` and ``grid`` (keywords below).
+        settings: how it runs (:class:`~vitbench.sweeps.settings.SweepSettings`: the store's
+            folder and options, the shard, the launcher); None: the defaults.
+        on_start: called ``(todo, skipped)`` once the configurations to run are known.
+        on_row: called with each row as it is stored.
+        on_calibrate: hears ``(message)`` when the predict stage calibrates the CPU first
+            (about 30 s, once per machine).
+        **keywords: a field of :class:`SweepSettings` (``out=``, ``resume=True``, ``launcher=``)
+            changes ``settings`` (the keyword form builds the same object, validated in the same
+            place); the plan's (:data:`~vitbench.sweeps.settings.PLAN_KEYWORDS`): ``models``,
+            ``grid`` (spec field -> values), ``batch_sizes``, ``stages``, ``counters``, ``measure``
+            (RunSettings fields of the measured stage), and ``name`` (renames a file's plan too).
+
+    Returns:
+        A :class:`~vitbench.sweeps.run.SweepResult`: the store's folder, the counts run and
+        skipped, the statuses, and ``records`` (the store's rows, read on first use).
+
+    Raises:
+        SweepFileError: the plan or a setting is wrong (one line naming it).
+        StoreError: the store cannot be written, or holds rows neither resumed nor forced.
+        SweepInterrupted: Ctrl-C (exit code 130), after the rows so far are saved.
+        TypeError: a keyword that names neither a setting nor a part of the plan.
 
     >>> sweep(models=["vit-b/16", "resnet50"], grid={"img_size": [224, 384]}, out="results/x")  # doctest: +SKIP
     """
-    shard_t = parse_shard(shard)
-    check_arguments(launcher=launcher, shard=shard_t, resume=resume, retry_failed=retry_failed)
-    plan = resolve_plan(
-        source, models=models, grid=grid, name=name, batch_sizes=batch_sizes, stages=stages,
-        counters=counters, measure=measure,
-    )
-    directory = Path(out) if out is not None else default_out(plan, shard_t)
-    options = StoreOptions(
-        resume=resume, force=force, allow_foreign=allow_foreign, retry_failed=retry_failed, export=export,
-        sync=sync, sync_interval_s=sync_interval_s, sync_every=sync_every,
-    )
-    if launcher == "submitit":
-        return launchers.run_submitit(plan, directory, options=options, array=ArrayOptions(**dict(launcher_options or {})), yes=yes)
+    settings, plan_keywords = SweepSettings.split(settings, keywords)
+    unknown = sorted(set(plan_keywords) - set(PLAN_KEYWORDS))
+    if unknown:
+        raise TypeError(f"sweep() got an unexpected keyword argument {unknown[0]!r}")
+    plan = resolve_plan(source, **plan_keywords)
+    directory = Path(settings.out) if settings.out is not None else default_out(plan, settings.shard)
+    options = settings.store_options()
+    if settings.launcher == "submitit":
+        return launchers.run_submitit(plan, directory, options=options, array=ArrayOptions(**settings.launcher_options),
+                                      yes=settings.yes)
     compute = None
-    if launcher == "gpus":
-        visible_gpus((launcher_options or {}).get("gpus"))  # checked before the store is touched
-
-        compute = functools.partial(launchers.run_gpus, **dict(launcher_options or {}))
-    return execute(
-        plan, directory, shard=shard_t, options=options, yes=yes, compute=compute, on_start=on_start, on_row=on_row,
-        on_calibrate=on_calibrate,
-    )
+    if settings.launcher == "gpus":
+        visible_gpus(settings.launcher_options.get("gpus"))  # checked before the store is touched
+        compute = functools.partial(launchers.run_gpus, **settings.launcher_options)
+    return execute(plan, directory, shard=settings.shard, options=options, yes=settings.yes, compute=compute,
+                   on_start=on_start, on_row=on_row, on_calibrate=on_calibrate)
 
 
-def check_arguments(*, launcher: str, shard: tuple[int, int] | None, resume: bool, retry_failed: bool) -> None:
-    """Combinations of arguments that make no sense, refused before anything is read or run."""
-    if launcher not in LAUNCHERS:
-        raise SweepFileError(f"--launcher={launcher!r}: must be one of {', '.join(LAUNCHERS)}")
-    if retry_failed and not resume:
-        raise SweepFileError("--retry-failed: only makes sense with --resume")
-    if launcher != "local" and shard:
-        raise SweepFileError(f"--shard: runs one shard locally; --launcher {launcher} splits the grid itself")
-
-
-__all__ = ["LAUNCHERS", "check_arguments", "sweep"]
+# check_arguments lives in sweeps.settings (where the settings are validated); kept importable here
+__all__ = ["LAUNCHERS", "SweepSettings", "check_arguments", "sweep"]

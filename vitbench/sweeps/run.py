@@ -39,6 +39,7 @@ from vitbench.sweeps.grid import ID_DIGITS, Config, Tally, check_valid, is_refer
 from vitbench.sweeps.plan import SweepPlan, load_sweep_file, plan_from_grid
 from vitbench.sweeps.rows import Runner, check_measured, estimate_seconds, prepare_predict
 from vitbench.sweeps.schema import SweepFileError
+from vitbench.typed_rows import typed
 from vitbench.version import __version__
 
 #: Row statuses that ``retry_failed`` reruns on resume.
@@ -78,8 +79,10 @@ class SweepResult:
 
     @property
     def records(self) -> Records:
+        """The store's rows (typed as the store holds them), each a :class:`~vitbench.typed_rows.Row`,
+        read on first use."""
         if self._records is None:
-            self._records = read_store(self.out)[0]
+            self._records = Records(typed(read_store(self.out)[0]))
         return self._records
 
     def summary(self) -> str:

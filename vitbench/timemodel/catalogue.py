@@ -11,8 +11,19 @@ from vitbench.timemodel.interconnect import link
 
 
 def devices(generation: str | None = None) -> Records:
-    """The GPU catalogue as rows: each card's published numbers (``*_flops_per_s`` in FLOP/s, bytes,
-    bytes/s), its source, and the generation whose fitted parameters price it."""
+    """The GPU catalogue as rows (``vitbench devices``).
+
+    Args:
+        generation: only this generation's cards (``hopper``, ``ampere`` ...); None: every card.
+
+    Returns:
+        :class:`~vitbench.results.Records`, one per card: its published numbers
+        (``*_flops_per_s`` in FLOP/s, ``memory_bytes``, ``bandwidth_bytes_per_s``), what it was
+        measured to sustain, its links, its source, and what prices it (``params_from``).
+
+    Raises:
+        SpecError: an unknown generation.
+    """
     if generation is not None and generation not in GENERATIONS:
         raise SpecError("generation", generation, f"must be one of {', '.join(GENERATIONS)}")
     rows = Records()

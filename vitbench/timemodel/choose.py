@@ -24,7 +24,6 @@ For each card asked for:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -33,21 +32,20 @@ from vitbench.analytic.memory import memory_estimate, plan, unsupported_reason
 from vitbench.analytic.memory.planner import largest_batch
 from vitbench.errors import SpecError, VitbenchError, error_reason
 from vitbench.results import Records
-from vitbench.settings import CHOOSE_SORTS, MODES, check_batch_size
+from vitbench.settings import CHOOSE_SORTS
 from vitbench.specs.limits import MAX_TRACED_BLOCKS, too_many_blocks
 from vitbench.timemodel.cached_models import cached_memory_profile, resolve_cached
 from vitbench.timemodel.gpus import gpu
 from vitbench.timemodel.interconnect import (
     GRADIENT_BYTES_PER_PARAM,
-    LINKS,
-    MAX_GPUS_PER_NODE,
-    MAX_NODES,
     data_parallel_step,
     link,
     steps_per_epoch,
 )
+from vitbench.timemodel.predict_settings import ChooseSettings, PredictSettings
 from vitbench.timemodel.prices import device_prices
-from vitbench.timemodel.run import check_devices, predict
+from vitbench.timemodel.run import predict
+from vitbench.typed_rows import ChoiceRow
 from vitbench.units import binary_bytes
 
 #: kept free on every card for the CUDA context and cuBLAS / cuDNN workspaces (not in the memory model)
@@ -69,34 +67,10 @@ TABLE_COLUMNS = (*ANSWER_COLUMNS[:-1], "gpus", "global_batch_size", "max_batch_s
 
 
 class Choice(Records):
-    """The rows of :func:`choose`, best first, and ``verdict``: the answer in one sentence."""
+    """The rows of :func:`choose` (:class:`~vitbench.typed_rows.ChoiceRow`), best first, and
+    ``verdict``: the answer in one sentence."""
 
     verdict: str = ""
-
-
-def _check_count(name: str, value: Any, most: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
-        raise SpecError(name, value, f"must be a whole number from 1 to {most:,}")
-    return value
-
-
-def _check_arguments(devices: list[str], sort: str, gpus: Any, nodes: Any, network_gbit_s: Any, mode: str) -> None:
-    for device in devices:
-        if device not in LINKS:
-            raise SpecError("device", device, "choose compares GPUs of the catalogue (`vitbench devices`); "
-                                              "name the card (cpu and cuda are not cards)")
-    if sort not in SORTS:
-        raise SpecError("sort", sort, f"must be one of {', '.join(SORTS)}")
-    _check_count("gpus", gpus, MAX_GPUS_PER_NODE)
-    _check_count("nodes", nodes, MAX_NODES)
-    if network_gbit_s is not None and (isinstance(network_gbit_s, bool) or not isinstance(network_gbit_s, (int, float))
-                                       or not 0 < network_gbit_s < 1e6):
-        raise SpecError("network_gbit_s", network_gbit_s, "must be a positive number of Gb/s per node, below 1,000,000")
-    if nodes > 1 and mode == "train" and network_gbit_s is None:
-        missing = [d for d in devices if LINKS[d].network_gbit_s is None]
-        if missing:
-            raise SpecError("nodes", nodes, f"no reference network for {', '.join(missing)}: give the network per node "
-                                            "(--network-gbps, e.g. 400)")
 
 
 def _memory_model(target: Any, mode: str, precision: str, optimizer: str, use_cache: bool = True,
@@ -164,17 +138,17 @@ def _backward_s(prediction: dict[str, Any]) -> float:
     return max(step, 0.0) * share
 
 
-def _priced(row: dict[str, Any], prediction: dict[str, Any], settings: dict[str, Any]) -> None:
+def _priced(row: dict[str, Any], prediction: dict[str, Any], settings: ChooseSettings) -> None:
     """The row's time and cost columns from the one-card prediction."""
     device, batch = row["device"], row["batch_size"]
-    gpus, nodes = settings["gpus"], settings["nodes"]
+    gpus, nodes = settings.gpus, settings.nodes
     card = link(device)
     one = prediction["pred_latency_s"]
     params = prediction.get("params") or 0
     gradient_bytes = int(params) * GRADIENT_BYTES_PER_PARAM
-    if settings["mode"] == "train":
+    if settings.mode == "train":
         backward = _backward_s(prediction)
-        step = data_parallel_step(one, backward, gradient_bytes, gpus, nodes, card, settings["network_gbit_s"])
+        step = data_parallel_step(one, backward, gradient_bytes, gpus, nodes, card, settings.network_gbit_s)
         row.update(pred_backward_s=backward, pred_allreduce_s=step.allreduce_s, pred_allreduce_exposed_s=step.exposed_s,
                    gradient_bytes=gradient_bytes)
         step_s = step.step_s
@@ -184,9 +158,9 @@ def _priced(row: dict[str, Any], prediction: dict[str, Any], settings: dict[str,
     row.update(pred_latency_s=step_s, pred_throughput_img_s=global_batch / step_s, global_batch_size=global_batch,
                pred_step_one_gpu_s=one, interconnect=card.path(gpus) if gpus > 1 else None,
                pred_error_median=prediction.get("pred_error_median"), pred_error_p90=prediction.get("pred_error_p90"))
-    if settings["epochs"] is not None:
-        steps = steps_per_epoch(settings["dataset_size"], global_batch)
-        hours = settings["epochs"] * steps * step_s / 3600
+    if settings.epochs is not None:
+        steps = steps_per_epoch(settings.dataset_size, global_batch)
+        hours = settings.epochs * steps * step_s / 3600
         price = row.get("price_per_hour")
         row.update(pred_steps_per_epoch=steps, pred_epoch_s=steps * step_s, pred_train_hours=hours,
                    pred_cost=hours * gpus * nodes * price if price is not None else None)
@@ -256,79 +230,77 @@ def _ordered(row: dict[str, Any], prediction: dict[str, Any] | None) -> dict[str
 
 def choose(
     model: Any,
+    settings: ChooseSettings | None = None,
     *,
-    device: str | list[str],
-    mode: str = "train",
-    batch_size: int | None = None,
-    precision: str = "fp32",
-    optimizer: str = "adamw",
-    epochs: float | None = None,
-    dataset_size: int | None = None,
-    price: Any = None,
-    prices_file: str | os.PathLike | None = None,
-    gpus: int = 1,
-    nodes: int = 1,
-    network_gbit_s: float | None = None,
-    sort: str = "time",
-    host_dispatch: Any = None,
-    trace_cache: bool = True,
     overrides: dict[str, Any] | None = None,
     on_progress: Callable[[int, int, str], None] | None = None,
+    **keywords: Any,
 ) -> Choice:
-    """One row per card of ``device`` for ``model`` (see the module's docstring), best first;
-    ``.verdict`` says which card wins. ``price``: a number, ``'h100=2.5,a100=1.3'`` or a mapping
-    (a price of one card's hour), ``prices_file`` a TOML price file; ``gpus`` per node, ``nodes``
-    (``network_gbit_s``: the network per node, default the card's DGX's).
+    """Which card, at what batch, how many, for how much: one row per card asked for (see the
+    module's docstring), best first.
+
+    Args:
+        model: one model: a preset name, a reference, a spec or an ``nn.Module``.
+        settings: what is asked (:class:`~vitbench.timemodel.predict_settings.ChooseSettings`:
+            the cards, mode, batch, precision, the run's epochs and dataset size, prices, cards
+            per node and nodes, the sort).
+        overrides: spec fields to change on the model (one value each: choose answers for one model).
+        on_progress: called ``(done, total, label)`` as each batch's prediction starts.
+        **keywords: a field of :class:`ChooseSettings` (``device="h100,a100"``, ``epochs=300``)
+            changes ``settings`` (the keyword form builds the same object, validated in the same
+            place); any other name is a spec field to override (``img_size=384``).
+
+    Returns:
+        A :class:`Choice` (Records of :class:`~vitbench.typed_rows.ChoiceRow`), best first:
+        ``row.fits``, ``row.batch_size``, ``row.latency_s`` (the data-parallel step),
+        ``row.throughput_img_s``, ``row.train_hours``, ``row.cost``, ``row.error_band``,
+        ``row.note`` (why a card has no time); ``.verdict`` says which card wins and by how much,
+        or that the first two are a tie within their error bands.
+
+    Raises:
+        SpecError: a setting or the model is wrong, or the model has alternatives (one line naming it).
+        InputFileError: the price file cannot be read.
 
     >>> vitbench.choose("vit-b/16", device="h100,a100,l4", epochs=300, dataset_size=1281167,
     ...                 price="h100=2.5,a100=1.3,l4=0.6", precision="bf16").verdict  # doctest: +SKIP
     """
-
-    devices, prices = _checked(device, mode, batch_size, sort, gpus, nodes, network_gbit_s, price, prices_file, epochs,
-                               dataset_size)
-    targets, refused = resolve_cached([model], overrides or {}, use_cache=trace_cache)
+    settings, spec_overrides = ChooseSettings.split(settings, keywords)
+    prices = _prices(settings)
+    targets, refused = resolve_cached([model], {**(overrides or {}), **spec_overrides}, use_cache=settings.trace_cache)
     if len(targets) != 1:
         raise SpecError("model", model, "choose answers for one model at a time (an override with alternatives gives several)")
     target = targets[0]
     warnings = list(refused.get(id(target), ()))  # refused question-cache entries: every row says so
-    memory = _memory_model(target, mode, "fp32" if precision == "tf32" else precision, optimizer, trace_cache, warnings)
-    settings = {"mode": mode, "gpus": gpus, "nodes": nodes, "network_gbit_s": network_gbit_s, "epochs": epochs,
-                "dataset_size": dataset_size, "precision": precision, "optimizer": optimizer,
-                "host_dispatch": host_dispatch, "trace_cache": trace_cache}
-    rows = {each: {"device": each, "gpus": gpus, "nodes": nodes, "price_per_hour": prices.get(each)} for each in devices}
-    batches = {each: _fit(each, batch_size, memory, rows[each]) for each in devices}
+    traced_precision = "fp32" if settings.precision == "tf32" else settings.precision
+    memory = _memory_model(target, settings.mode, traced_precision, settings.optimizer, settings.trace_cache, warnings)
+    rows = {each: {"device": each, "gpus": settings.gpus, "nodes": settings.nodes, "price_per_hour": prices.get(each)}
+            for each in settings.device}
+    batches = {each: _fit(each, settings.batch_size, memory, rows[each]) for each in settings.device}
     predictions = _predictions(target, batches, settings, on_progress)
-    out = Choice(_row(target, rows[each], batches[each], predictions.get(each), settings) for each in devices)
+    out = Choice(ChoiceRow(_row(target, rows[each], batches[each], predictions.get(each), settings)) for each in settings.device)
     for row in out if warnings else ():
         row["warnings"] = [*warnings, *(row.get("warnings") or [])]
-    ranked = sorted((r for r in out if r.get("fits") is not False and _value(r, sort) is not None), key=lambda r: _value(r, sort))
-    out[:] = ranked + [r for r in out if not any(r is each for each in ranked)]
-    out.verdict = verdict(out, sort)
+    _rank(out, settings.sort)
     return out
 
 
-def _checked(device: Any, mode: str, batch_size: Any, sort: str, gpus: Any, nodes: Any, network_gbit_s: Any, price: Any,
-             prices_file: Any, epochs: Any, dataset_size: Any) -> tuple[list[str], dict[str, float]]:
-    """The devices and their prices, every argument checked (SpecError naming the first wrong)."""
-    devices = check_devices(device)
-    if mode not in MODES:
-        raise SpecError("mode", mode, f"must be one of {', '.join(MODES)}")
-    if batch_size is not None:
-        check_batch_size(batch_size)
-    _check_arguments(devices, sort, gpus, nodes, network_gbit_s, mode)
-    prices = device_prices(price, devices, prices_file, field="price")
-    if (epochs is None) != (dataset_size is None):
-        raise SpecError("epochs" if epochs is None else "dataset_size", None, "the run's time needs both epochs and dataset_size")
-    if sort == "cost":
-        if epochs is None:
-            raise SpecError("sort", sort, "needs epochs and dataset_size (the cost of a run)")
-        missing = [d for d in devices if d not in prices]
-        if missing:
-            raise SpecError("price", None, f"sorting by cost needs a price for every card; none for {', '.join(missing)}")
-    return devices, prices
+def _prices(settings: ChooseSettings) -> dict[str, float]:
+    """Each card's price of an hour (the price file read); sorting by cost needs one for every card."""
+    prices = device_prices(settings.price, settings.device, settings.prices_file, field="price")
+    missing = [d for d in settings.device if d not in prices]
+    if settings.sort == "cost" and missing:
+        raise SpecError("price", None, f"sorting by cost needs a price for every card; none for {', '.join(missing)}")
+    return prices
 
 
-def _predictions(target: Any, batches: dict[str, int | None], settings: dict[str, Any],
+def _rank(out: Choice, sort: str) -> None:
+    """``out`` in place, best first by ``sort`` (cards without a value last, in their order), and its verdict."""
+    ranked = sorted((r for r in out if r.get("fits") is not False and _value(r, sort) is not None), key=lambda r: _value(r, sort))
+    out[:] = ranked + [r for r in out if not any(r is each for each in ranked)]
+    out.verdict = verdict(out, sort)
+
+
+def _predictions(target: Any, batches: dict[str, int | None], settings: ChooseSettings,
                  on_progress: Callable[[int, int, str], None] | None) -> dict[str, dict[str, Any]]:
     """The one-card prediction of every card that fits, one trace per batch (cards of the same
     batch share it)."""
@@ -340,21 +312,22 @@ def _predictions(target: Any, batches: dict[str, int | None], settings: dict[str
     for index, (batch, cards) in enumerate(sorted(groups.items())):
         if on_progress is not None:
             on_progress(index, len(groups), f"{target.label} batch {batch} on {', '.join(cards)}")
-        found = predict(target, device=cards, mode=settings["mode"], batch_size=batch, precision=settings["precision"],
-                        optimizer=settings["optimizer"], epochs=settings["epochs"], dataset_size=settings["dataset_size"],
-                        host_dispatch=settings["host_dispatch"], trace_cache=settings["trace_cache"])
+        asked = PredictSettings(device=cards, mode=settings.mode, batch_size=batch, precision=settings.precision,
+                                optimizer=settings.optimizer, epochs=settings.epochs, dataset_size=settings.dataset_size,
+                                host_dispatch=settings.host_dispatch, trace_cache=settings.trace_cache)
+        found = predict(target, asked)
         out.update({row["device"]: dict(row) for row in found})
     return out
 
 
 def _row(target: Any, row: dict[str, Any], batch: int | None, prediction: dict[str, Any] | None,
-         settings: dict[str, Any]) -> dict[str, Any]:
+         settings: ChooseSettings) -> dict[str, Any]:
     """One card's row: priced from its prediction, or its identity and the reason it has none."""
     if prediction is None:
-        mode = settings["mode"]
+        mode = settings.mode
         row["_identity"] = {**identity_record(target, row.get("batch_size") or 1), "batch_size": row.get("batch_size"),
-                            "mode": mode, "precision": settings["precision"],
-                            "optimizer": settings["optimizer"] if mode == "train" else None}
+                            "mode": mode, "precision": settings.precision,
+                            "optimizer": settings.optimizer if mode == "train" else None}
     else:
         row["batch_size"] = batch
         if prediction.get("status") == "ok":
@@ -364,4 +337,4 @@ def _row(target: Any, row: dict[str, Any], batch: int | None, prediction: dict[s
     return _ordered(row, prediction)
 
 
-__all__ = ["ANSWER_COLUMNS", "RESERVE_BYTES", "SORTS", "TABLE_COLUMNS", "Choice", "choose", "verdict"]
+__all__ = ["ANSWER_COLUMNS", "RESERVE_BYTES", "SORTS", "TABLE_COLUMNS", "Choice", "ChooseSettings", "choose", "verdict"]

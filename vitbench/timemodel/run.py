@@ -24,7 +24,6 @@ from vitbench.measure.env import cpu_model
 from vitbench.models.target import is_module
 from vitbench.results import Records
 from vitbench.row_warnings import warning
-from vitbench.settings import MAX_THREADS, MODES, OPTIMIZERS, PREDICT_PRECISIONS, check_batch_size
 from vitbench.specs.limits import MAX_TRACED_BLOCKS, too_many_blocks
 from vitbench.timemodel.cached_models import resolve_cached
 from vitbench.timemodel.calibration.cache import cache_path, load, save
@@ -33,9 +32,9 @@ from vitbench.timemodel.calibration.worker import calibrate, default_threads
 from vitbench.timemodel.gpu_calibration import GpuCalibration
 from vitbench.timemodel.gpu_model import predict_gpu
 from vitbench.timemodel.gpu_pricing import gpu_pricing, gpu_profile, refuse_a_gpu_calibration  # noqa: F401 - gpu_profile: run.gpu_profile, as before
-from vitbench.timemodel.gpus import GPU_DEVICES, gpu
-from vitbench.timemodel.host import parse_host_dispatch, resolve_host, with_host
+from vitbench.timemodel.host import resolve_host, with_host
 from vitbench.timemodel.model import predict_ops
+from vitbench.timemodel.predict_settings import PREDICT_DEVICES, PredictSettings, check_device, check_devices
 from vitbench.timemodel.prediction_rows import (
     error_band,
     gpu_kernel_warnings,
@@ -46,12 +45,8 @@ from vitbench.timemodel.prediction_rows import (
 )
 from vitbench.timemodel.prices import device_prices
 from vitbench.timemodel.trace_cache import cached_trace, take_refused
+from vitbench.typed_rows import PredictionRow
 from vitbench.version import __version__
-
-PREDICT_DEVICES = ("cpu", "cuda", *GPU_DEVICES)
-#: what a prediction's step may run in: fp32 (on a GPU, CUDA cores), tf32 (fp32 with TF32 tensor
-#: cores for matrix products and convolutions: ``torch.backends.cuda.matmul.allow_tf32``; GPUs
-#: only), bf16 / fp16 autocast (fp16: GPUs only)
 
 #: the terminal and markdown table's columns, in the order of the question: what was asked (the
 #: model, device, batch, mode, precision), the answer (step, throughput, what bounds it, the
@@ -67,27 +62,6 @@ TABLE_COLUMNS = ("model", "overrides", "device", "batch_size", "mode", "precisio
                  "img_size", "threads", "pred_basis", "cost_basis")
 TABLE_OPTIONAL = frozenset({"overrides", "pred_bound", "pred_epoch_s", "pred_train_hours", "pred_cost", "pred_error_p90",
                             "measured_latency_s", "pred_ratio", "status", "cost_basis"})
-
-
-def check_device(device: str) -> str:
-    """The canonical name of a prediction device (``cpu``, ``cuda`` or a catalogue GPU, any
-    alias or case); SpecError listing the known ones."""
-    name = device.strip().lower() if isinstance(device, str) else None
-    if name in ("cpu", "cuda"):
-        return name
-    spec = gpu(name) if name else None
-    if spec is None:
-        raise SpecError("device", device, f"unknown device; known: {', '.join(PREDICT_DEVICES)} "
-                                          "(`vitbench devices` lists the GPUs and their numbers)")
-    return spec.key
-
-
-def check_devices(device: Any) -> list[str]:
-    """Devices from ``'a100,h100'`` or a list of names, each checked, in order, once each."""
-    values = device.split(",") if isinstance(device, str) else list(device) if isinstance(device, (list, tuple)) else [device]
-    if not values or values == [""]:
-        raise SpecError("device", device, "needs at least one device")
-    return list(dict.fromkeys(check_device(each) for each in values))
 
 
 def predict_device(run_device: str) -> str:
@@ -210,146 +184,98 @@ def traced_ops(target: Any, batch_size: int, mode: str, precision: str, optimize
     return _OPS_CACHE[key]
 
 
-def _as_list(name: str, value: Any, choices: tuple[str, ...] | None = None) -> list[Any]:
-    values = list(value) if isinstance(value, (list, tuple)) else [value]
-    if not values:
-        raise SpecError(name, value, "needs at least one value")
-    for each in values:
-        if choices is not None and each not in choices:
-            raise SpecError(name, each, f"must be one of {', '.join(choices)}")
-        if name == "batch_size":
-            check_batch_size(each)
-    return values
-
-
-def _positive_or_none(name: str, value: Any, most: float, integer: bool = False) -> None:
-    if value is None:
-        return
-    kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or not value > 0 or value != value or value == float("inf"):
-        raise SpecError(name, value, "must be a positive " + ("integer" if integer else "number"))
-    if value > most:  # 10^400 images, 1e308 epochs: costs no float holds
-        raise SpecError(name, value, f"must be at most {most:,.0f}")
-
-
-def _check_precisions(devices: list[str], precisions: list[str]) -> None:
-    for device in devices:
-        if device == "cpu":
-            for precision in ("fp16", "tf32"):
-                if precision in precisions:
-                    raise SpecError("precision", precision, f"{precision} needs a GPU; use bf16 or fp32 on the CPU")
-            continue
-        spec = gpu(device)
-        if spec is None:
-            continue
-        for precision, dtype in (("bf16", "bfloat16"), ("tf32", "tf32")):
-            if precision in precisions and not (spec.tf32_tflops if dtype == "tf32" else spec.peak_flops(dtype)):
-                raise SpecError("precision", precision, f"{spec.name} ({spec.generation}) has no {precision} tensor cores")
-
-
 def predict(
     models: Any,
+    settings: PredictSettings | None = None,
     *,
-    device: str | list[str] = "cpu",
-    mode: str | list[str] = "infer",
-    batch_size: int | list[int] = 1,
-    precision: str | list[str] = "fp32",
-    optimizer: str = "adamw",
-    threads: int | None = None,
-    calibration: Calibration | str | os.PathLike | None = None,
-    recalibrate: bool = False,
-    epochs: float | None = None,
-    dataset_size: int | None = None,
-    price_per_hour: Any = None,
-    prices_file: str | os.PathLike | None = None,
-    measured: Any = None,
-    input_size: Any = None,
     overrides: dict[str, Any] | None = None,
+    input_size: Any = None,
     on_calibrate: Callable[[str], None] | None = None,
     on_progress: Callable[[int, int, str], None] | None = None,
-    reparam: bool = False,
-    trace_cache: bool = True,
-    host_dispatch: Any = None,
-    **field_overrides: Any,
+    **keywords: Any,
 ) -> Records:
     """Predicted time of one step for every model x device x mode x batch size x precision, from
     the CPU's calibration (see :func:`resolve_calibration`) or the GPU cost model, and what
     training costs.
 
-    Rows carry ``pred_latency_s`` (one step at the batch: what ``profile`` reports as
-    ``latency_p50_s``), ``pred_throughput_img_s``, the breakdown ``pred_<component>_s``
-    (attention, linear, conv, elementwise, optimizer, overhead; they sum to the latency),
-    ``pred_basis``; on a GPU also ``pred_host_s`` and ``pred_device_s`` (the host's dispatch and
-    the kernels, each alone) and the validation's error band (``pred_error_median``,
-    ``pred_error_p90``, ``pred_error_basis``); with ``epochs`` and ``dataset_size`` also
-    ``pred_epoch_s``, ``pred_train_hours`` and (with ``price_per_hour``: one price, or per device
-    ``'h100=2.5,a100=1.3'`` or a mapping; ``prices_file``: a TOML price file,
-    :mod:`vitbench.timemodel.prices`) ``pred_cost``, from the
-    measured step instead when ``measured`` (profile rows, or a CSV / JSON-lines file of them)
-    has the same configuration. ``device`` may name several (``"a100,h100"``): one trace, priced
-    per device. ``on_progress(done, total, label)`` is called as each configuration starts (after
-    the calibration, which ``on_calibrate`` announces). ``reparam``: the model in its deployed form (timm's ``reparameterize_model``).
-    A model that cannot be traced gives a row with ``status='error'``. ``host_dispatch``: the GPU
-    host's time per operator (``None``/``'default'``: the documented default host;
-    ``'measured'``: this machine's; a time such as ``'12us'``: :mod:`vitbench.timemodel.host`).
+    Args:
+        models: one model or several: preset names, references (``timm:convnext_tiny``), specs or
+            ``nn.Module`` objects (as :func:`vitbench.resolve_models` takes them).
+        settings: what to price (:class:`~vitbench.timemodel.predict_settings.PredictSettings`:
+            devices, modes, batch sizes, precisions, the calibration, the training cost); None:
+            the defaults (the CPU, inference, batch 1, fp32).
+        overrides: spec fields to change on every model that has them (a list: one model per value).
+        input_size: ``(C, H, W)`` of a live module that does not say.
+        on_calibrate: hears ``(message)`` when a CPU calibration starts (about 30 s, once per machine).
+        on_progress: called ``(done, total, label)`` as each configuration starts.
+        **keywords: a field of :class:`PredictSettings` (``device="h100"``, ``batch_size=[1, 64]``)
+            changes ``settings``: the keyword form builds the same object, validated in the same
+            place; any other name is a spec field to override (``img_size=384``), as in ``overrides``.
+
+    Returns:
+        :class:`~vitbench.results.Records` of :class:`~vitbench.typed_rows.PredictionRow`, one per
+        configuration and device: ``row.latency_s`` (``pred_latency_s``: one step at the batch,
+        what ``profile`` reports as ``latency_p50_s``), ``row.throughput_img_s``,
+        ``row.components_s`` (attention, linear, conv, elementwise, optimizer, overhead: they sum
+        to the latency), ``row.basis``; on a GPU ``row.host_s``, ``row.device_s`` and
+        ``row.error_band`` (the validation's ``pred_error_median``, ``pred_error_p90``,
+        ``pred_error_basis``); with epochs and dataset_size ``row.epoch_s``, ``row.train_hours``
+        and (with a price) ``row.cost``, from the measured step when ``measured`` has the same
+        configuration. A model the time model cannot trace is a row with a ``status`` and ``error``.
+
+    Raises:
+        SpecError: a setting, a model name or a spec field is wrong (one line naming it).
+        CalibrationError: a calibration file given is missing, damaged or does not fit.
+        InputFileError: a price file or measured results cannot be read.
 
     >>> predict(["vit-s/16", "resnet50"], mode=["infer", "train"], batch_size=[1, 32])  # doctest: +SKIP
+    >>> predict("vit-b/16", PredictSettings(device="h100,a100", precision="bf16"))[0].latency_s  # doctest: +SKIP
     """
-    import torch
-
-    devices = check_devices(device)
-    modes = _as_list("mode", mode, MODES)
-    batches = _as_list("batch_size", batch_size)
-    precisions = _as_list("precision", precision, PREDICT_PRECISIONS)
-    _as_list("optimizer", optimizer, OPTIMIZERS)
-
-    prices = device_prices(price_per_hour, devices, prices_file)
-    _check_arguments(devices, precisions, threads, reparam, epochs, dataset_size, price_per_hour)
-
-    if parse_host_dispatch(host_dispatch) is not None and devices == ["cpu"]:
-        raise SpecError("host_dispatch", host_dispatch, "is for GPU devices (--device h100, ...)")
-    measured_rows = measured_index(measured) if measured is not None else {}
-
-    if isinstance(models, (str, os.PathLike)) or not isinstance(models, Iterable) or is_module(models):
-        models = [models]
-    resolved: dict[int, list] = {}  # a refused question-cache entry's warnings, by id() of the target
-
-    def resolve_models() -> list:
-        targets, refused = resolve_cached(models, {**(overrides or {}), **field_overrides}, input_size=input_size,
-                                          use_cache=trace_cache)
-        resolved.update(refused)
-        return targets
-
-    targets, pricing = _resolved_and_priced(
-        devices, (threads, precisions, calibration, recalibrate, on_calibrate), resolve_models, batches)
-    host = resolve_host(host_dispatch)
-    if host is not None:
-        pricing = {each: (with_host(cal, host), warnings) for each, (cal, warnings) in pricing.items()}
-    context = _Context(optimizer, reparam, trace_cache, {}, measured_rows, epochs, dataset_size, prices,
-                       {"env_torch": torch.__version__, "vitbench_version": __version__}, resolved)
+    settings, spec_overrides = PredictSettings.split(settings, keywords)
+    inputs = _files_read(settings)  # a bad price file or measured file is refused before any model is resolved
+    early = {each: _calibration(settings, each, on_calibrate) for each in settings.device
+             if settings.calibration is not None or each != "cpu"}
+    targets, refused = resolve_cached(_as_models(models), {**(overrides or {}), **spec_overrides},
+                                      input_size=input_size, use_cache=settings.trace_cache)
+    pricing = _pricing(settings, early, targets, on_calibrate)
+    context = _Context(settings, {}, *inputs, refused)
     records = Records()
-    configurations = list(itertools.product(targets, modes, batches, precisions))
+    configurations = list(itertools.product(targets, settings.mode, settings.batch_size, settings.precision))
     for index, (target, run_mode, batch, prec) in enumerate(configurations):
         if on_progress is not None:
             on_progress(index, len(configurations), f"{target.label} batch {batch} {run_mode} {prec}")
         refusal = _refusal(target, batch)
         traces: dict[str, Any] = {}  # one trace per device type, priced for every device
-        for each in devices:
-            records.append(_device_row((target, run_mode, batch, prec), each, pricing[each], refusal, traces, context))
+        for each in settings.device:
+            row = _device_row((target, run_mode, batch, prec), each, pricing[each], refusal, traces, context)
+            records.append(PredictionRow(row))
     return records
+
+
+def _as_models(models: Any) -> list[Any]:
+    """``models`` as a list: one name, path, module or spec becomes a list of one."""
+    if isinstance(models, (str, os.PathLike)) or not isinstance(models, Iterable) or is_module(models):
+        return [models]
+    return list(models)
+
+
+def _files_read(settings: PredictSettings) -> tuple[dict, dict, dict]:
+    """What the settings name in files, read once: (the measured steps by configuration, each
+    device's price of an hour with the price file's, the environment every row records)."""
+    import torch
+
+    measured_rows = measured_index(settings.measured) if settings.measured is not None else {}
+    prices = device_prices(settings.price_per_hour, settings.device, settings.prices_file)
+    return measured_rows, prices, {"env_torch": torch.__version__, "vitbench_version": __version__}
 
 
 @dataclass(frozen=True)
 class _Context:
     """What every row of one :func:`predict` call shares."""
 
-    optimizer: str
-    reparam: bool
-    trace_cache: bool
+    settings: PredictSettings
     counts: dict          # params and MACs counted for models without a formula, by (target, batch)
     measured_rows: dict   # measured steps by configuration (``measured``)
-    epochs: float | None
-    dataset_size: int | None
     prices: dict          # price per hour by device
     environment: dict
     refused: dict         # warnings of refused question-cache entries, by id() of the target
@@ -364,8 +290,9 @@ def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str |
     target, run_mode, batch, prec = configuration
     cal, warnings = priced
     row_warnings = [*warnings, *context.refused.get(id(target), ())]
-    row = row_head(target, batch, device, run_mode, prec, context.optimizer, cal, context.reparam, context.counts,
-                   row_warnings, context.trace_cache)
+    settings = context.settings
+    row = row_head(target, batch, device, run_mode, prec, settings.optimizer, cal, settings.reparam, context.counts,
+                   row_warnings, settings.trace_cache)
     started = time.perf_counter()
     if refusal is not None:  # decided from the spec: nothing is built
         return {**row, "status": "refused", "error": refusal, "pred_basis": cal.label, "warnings": row_warnings,
@@ -373,8 +300,8 @@ def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str |
     device_type = "cpu" if device == "cpu" else "cuda"
     if device_type not in traces:
         try:
-            traces[device_type] = traced_ops(target, batch, run_mode, prec, context.optimizer, device_type,
-                                             context.reparam, context.trace_cache)
+            traces[device_type] = traced_ops(target, batch, run_mode, prec, settings.optimizer, device_type,
+                                             settings.reparam, settings.trace_cache)
         # the model's code failing (its forward, its backward on fake tensors) becomes its row, the
         # traceback kept in it; vitbench's own exception ends the command (exit 3)
         except ModelError as exc:
@@ -399,26 +326,34 @@ def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str |
     row["pred_seconds"] = time.perf_counter() - started
     row_warnings.extend(trace_warnings(row, prediction, run_mode))
     seen = context.measured_rows.get((target.name, target.overrides_text if target.overrides else "", run_mode, batch, prec))
-    columns, cost_warnings = measured_and_cost(prediction.latency_s, seen, batch, run_mode, context.epochs,
-                                               context.dataset_size, context.prices.get(device))
+    columns, cost_warnings = measured_and_cost(prediction.latency_s, seen, batch, run_mode, settings.epochs,
+                                               settings.dataset_size, context.prices.get(device))
     row.update(columns)
     row_warnings.extend(cost_warnings)
     row.update(status="ok", error=None, warnings=row_warnings, **context.environment)
     return row
 
 
-def _resolved_and_priced(devices: list[str], calibrated: tuple, resolve_targets: Callable[[], Any],
-                         batches: list[int]) -> tuple[Any, dict]:
-    """The models (``resolve_targets()``) and each device's pricing: a calibration file and the
-    devices are checked before any model is resolved (a py: module imported); a calibration run
-    (half a minute) happens only once the models are known to be good."""
-    threads, precisions, calibration, recalibrate, on_calibrate = calibrated
-    arguments = (threads, [p for p in precisions if p in PRECISION_DTYPES], calibration, recalibrate, on_calibrate)
-    early = {each: resolve_calibration(each, *arguments) for each in devices if calibration is not None or each != "cpu"}
-    targets = resolve_targets()
-    if "cpu" not in early and all(_refusal(t, b) for t in targets for b in batches):  # nothing to price: no calibration run
-        early["cpu"] = SimpleNamespace(threads=threads, basis="none", device_name="", label="none: refused before pricing"), []
-    return targets, {each: early[each] if each in early else resolve_calibration(each, *arguments) for each in devices}
+def _calibration(settings: PredictSettings, device: str, on_calibrate: Callable[[str], None] | None) -> tuple:
+    """:func:`resolve_calibration` for ``device`` as ``settings`` ask it."""
+    return resolve_calibration(device, settings.threads, [p for p in settings.precision if p in PRECISION_DTYPES],
+                               settings.calibration, settings.recalibrate, on_calibrate)
+
+
+def _pricing(settings: PredictSettings, early: dict, targets: list, on_calibrate: Callable[[str], None] | None) -> dict:
+    """Each device's pricing: ``early`` (a calibration file and the GPUs, checked before any
+    model was resolved: a py: module imported), then this machine's calibration, made (half a
+    minute) only now that the models are known to be good, and not at all when every
+    configuration is refused from its spec; the GPU host of ``host_dispatch`` applied."""
+    pricing = dict(early)
+    if "cpu" in settings.device and "cpu" not in pricing and all(_refusal(t, b) for t in targets for b in settings.batch_size):
+        pricing["cpu"] = SimpleNamespace(threads=settings.threads, basis="none", device_name="",
+                                         label="none: refused before pricing"), []
+    pricing.update({each: _calibration(settings, each, on_calibrate) for each in settings.device if each not in pricing})
+    host = resolve_host(settings.host_dispatch)
+    if host is not None:
+        pricing = {each: (with_host(cal, host), warnings) for each, (cal, warnings) in pricing.items()}
+    return {each: pricing[each] for each in settings.device}
 
 
 def _refusal(target: Any, batch: int) -> str | None:
@@ -433,28 +368,15 @@ def _too_large(target: Any, batch: int) -> str | None:
     return found and (f"{target.overrides_text}: {found}" if target.overrides else found)
 
 
-def _check_arguments(devices: list[str], precisions: list[str], threads: Any, reparam: Any, epochs: Any,
-                     dataset_size: Any, price_per_hour: Any) -> None:
-    """SpecError for the first of :func:`predict`'s arguments that is wrong or that another rules out."""
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or not 0 < threads <= MAX_THREADS):
-        raise SpecError("threads", threads, f"must be a positive integer up to {MAX_THREADS}")
-    if "cpu" not in devices and threads is not None:
-        raise SpecError("threads", threads, "is for --device cpu")
-    _check_precisions(devices, precisions)
-    if not isinstance(reparam, bool):
-        raise SpecError("reparam", reparam, "must be true or false")
-    _positive_or_none("epochs", epochs, 10**6)
-    _positive_or_none("dataset_size", dataset_size, 10**13, integer=True)
-    if (epochs is None) != (dataset_size is None):
-        raise SpecError("epochs" if epochs is None else "dataset_size", None,
-                        "training cost needs both epochs and dataset_size")
-    if price_per_hour is not None and epochs is None:
-        raise SpecError("price_per_hour", price_per_hour, "needs epochs and dataset_size")
-
-
 def _price(ops: list, cal: Any, mode: str, precision: str) -> Any:
     """The step's prediction on the CPU calibration or the GPU profile ``cal``."""
     if isinstance(cal, Calibration):
         return predict_ops(ops, cal, mode)
 
     return predict_gpu(ops, cal, mode, tf32=precision == "tf32")
+
+
+# check_device, check_devices and PREDICT_DEVICES live in predict_settings (the one place that
+# validates what predict is asked); they are kept importable from here, where they were
+__all__ = ["PREDICT_DEVICES", "TABLE_COLUMNS", "TABLE_OPTIONAL", "PredictSettings", "check_device", "check_devices", "predict",
+           "predict_device", "resolve_calibration", "traced_ops"]

@@ -180,7 +180,23 @@ def memory_estimate(
     - Python references follow vitbench's ViT and torchvision's ResNet: a module's input lives
       until the module returns.
     - On CUDA add the context, cuDNN/cuBLAS workspaces and the caching allocator's rounding;
-      this model was validated on the CPU only."""
+      this model was validated on the CPU only.
+
+    Args:
+        spec: a spec the memory replay covers (ViT, ResNet, plain CNN).
+        batch_size: images per step.
+        mode: ``train`` or ``infer``.
+        precision: ``fp32``, ``bf16`` or ``fp16`` autocast.
+        optimizer: ``adamw``, ``sgd`` or ``sgd-momentum``.
+        attention: a ViT's attention path (``sdpa``, ``math``); None: the spec's.
+
+    Returns:
+        A :class:`MemoryEstimate`: ``peak_bytes`` and its parts (weights, gradients, optimizer
+        state, activations), ``as_record()`` for a row.
+
+    Raises:
+        SpecError: a wrong batch size or choice, or a model the replay does not cover.
+    """
     check_batch(batch_size)
     check_run(mode, precision, optimizer)
     kernel = resolve_attention(spec, attention)
@@ -221,7 +237,22 @@ def plan(
 
         B_max = min over k with a_k > 0 of floor((memory - fixed - c_k) / a_k)
 
-    (exact; every k must also satisfy fixed + c_k <= memory)."""
+    (exact; every k must also satisfy fixed + c_k <= memory).
+
+    Args:
+        spec: a spec the memory replay covers (ViT, ResNet, plain CNN).
+        memory_bytes: the budget, bytes.
+        mode: ``train`` or ``infer``.
+        precision: ``fp32``, ``bf16`` or ``fp16`` autocast.
+        optimizer: ``adamw``, ``sgd`` or ``sgd-momentum``.
+        attention: a ViT's attention path (``sdpa``, ``math``); None: the spec's.
+
+    Returns:
+        The largest batch size that fits, 0 if one image does not.
+
+    Raises:
+        SpecError: a wrong budget or choice, or a model the replay does not cover (the reason).
+    """
     if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, int) or memory_bytes < 0:
         raise SpecError("memory_bytes", memory_bytes, "must be a non-negative integer")
     check_run(mode, precision, optimizer)
