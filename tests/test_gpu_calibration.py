@@ -8,6 +8,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,8 @@ from vitbench.timemodel.gpu_calibration import SUITE, GpuCalibration, load, obse
 from vitbench.timemodel.gpu_fit import Stacked, fit
 from vitbench.timemodel.gpu_model import profile_for
 from vitbench.timemodel.gpus import gpu
+
+CALIBRATION = Path(__file__).resolve().parents[1] / "reports" / "h100" / "data" / "gpu_calibration.json"
 
 
 def _calibration(device: str = "h100", **params) -> GpuCalibration:
@@ -62,8 +65,10 @@ def test_a_gpu_calibration_is_not_a_cpu_one(tmp_path):
     (lambda d: d.update(kind="something"), "not a GPU calibration"),
     (lambda d: d.update(format=99), "format 99"),
     (lambda d: d["params"].update(gemm_eff=50.0), r"params.gemm_eff=50.0 is outside its bounds"),
-    (lambda d: d["params"].pop("k_half"), "params must name exactly"),
+    (lambda d: d["params"].pop("k_half"), "params must name attention_eff"),
+    (lambda d: d["params"].update(warp_eff=0.5), "params must name attention_eff"),
     (lambda d: d["params"].update(host_train_s="fast"), "host_train_s='fast'"),
+    (lambda d: d["params"].update(layout_passes=-1.0), r"params.layout_passes=-1.0 is outside its bounds"),
 ])
 def test_damaged_files_are_refused_with_the_reason(tmp_path, change, match):
     data = json.loads(_calibration().to_json())
@@ -72,6 +77,21 @@ def test_damaged_files_are_refused_with_the_reason(tmp_path, change, match):
     path.write_text(json.dumps(data))
     with pytest.raises(CalibrationError, match=match):
         load(path)
+
+
+def test_a_calibration_made_before_the_newer_parameters_is_read_with_them_at_zero(tmp_path):
+    """reports/h100/data/gpu_calibration.json was saved by a vitbench whose cost model had no
+    convolution-backward, depthwise, layout or SM parameters: each is 0 (what prices a step as
+    that vitbench did: gpu_model.GenerationParams), the others are the file's."""
+    saved = json.loads(CALIBRATION.read_text())
+    assert "layout_passes" not in saved["params"]  # the file predates them
+    loaded = load(CALIBRATION)
+    assert {name: loaded.params[name] for name in saved["params"]} == saved["params"]
+    assert {name: loaded.params[name] for name in set(loaded.params) - set(saved["params"])} == {
+        "conv_backward_eff": 0.0, "grouped_wgrad_eff": 0.0, "grouped_channels_half": 0.0, "layout_passes": 0.0,
+        "depthwise_eff": 0.0, "depthwise_wgrad_eff": 0.0, "sm_bytes_per_clock": 0.0}
+    row = vitbench.predict("vit-ti/16", device="h100", batch_size=8, precision="bf16", calibration=CALIBRATION)[0]
+    assert row["status"] == "ok" and row["pred_latency_s"] > 0
 
 
 def test_a_file_that_is_not_a_calibration_is_refused_by_predict(tmp_path):
