@@ -39,7 +39,11 @@ def _slow_sample() -> tuple[float, int] | None:
     if not 0 < fraction <= 1:
         raise pytest.UsageError(f"{SAMPLE_ENV}={text}: must be a fraction in (0, 1]")
     seed = os.environ.get(SEED_ENV)
-    return fraction, int(seed) if seed else random.SystemRandom().randrange(10**6)
+    if not seed:
+        # drawn once, in the controlling process, and handed to pytest-xdist's workers through the
+        # environment they start with: each drawing its own would collect different tests
+        seed = os.environ[SEED_ENV] = str(random.SystemRandom().randrange(10**6))
+    return fraction, int(seed)
 
 
 def pytest_configure(config):
