@@ -17,6 +17,7 @@ def module_params(spec) -> int:
 
 
 @pytest.mark.parametrize("preset", [p.name for p in list_presets()])
+@pytest.mark.slow
 def test_params_equal_built_module(preset):
     spec = resolve(preset)
     assert params(spec) == module_params(spec)

@@ -63,6 +63,7 @@ def test_plan(capsys):
     assert cli == api and all(r["pred_peak_memory_bytes"] > 0 and r["max_batch_size"] > 8 for r in cli)
 
 
+@pytest.mark.slow
 def test_predict_on_a_datasheet_device(capsys):
     cli = cli_rows(capsys, "predict", "vit-s/16", "resnet50", "--device", "h100", "--precision", "bf16", "--batch-size", "1,64")
     api = api_rows(vitbench.predict(["vit-s/16", "resnet50"], device="h100", precision="bf16", batch_size=[1, 64]))
@@ -118,6 +119,7 @@ def test_profile_rows_have_the_same_columns_and_identity(capsys):
 IDENTITY = ("model", "source", "kind", "spec_key", "img_size", "patch_size", "batch_size", "overrides")
 
 
+@pytest.mark.slow
 def test_one_identity_whichever_command_made_the_row(tmp_path):
     """The identity was built in five places: validate wrote img_size '384x384' and had no kind,
     source or patch size, the sweep no source. Now every row's identity columns come from

@@ -320,6 +320,7 @@ def test_measured_gpu_memory_is_compared_on_the_device():
 
 
 # --- the committed report ----------------------------------------------------------------------------
+@pytest.mark.slow
 def test_counted_values_agree_with_the_analytic_model(full):
     counted = [r for r in full if r["counted_by"] and r["basis"] == "analytic"]
     assert len(counted) >= 10
@@ -327,6 +328,7 @@ def test_counted_values_agree_with_the_analytic_model(full):
         assert not record["warnings"], record
 
 
+@pytest.mark.slow
 def test_swin_and_coatnet_figures_are_counted_on_timm_models(full):
     by_id = {r["id"]: r for r in full}
     # Stage-1 window attention of timm's swin_base_patch4_window7_224, one block
@@ -347,6 +349,7 @@ def test_swin_and_coatnet_figures_are_counted_on_timm_models(full):
     assert (r["recomputed"], r["counted"], r["verdict_text"]) == (166_966_264, 166_966_264, "inconclusive (+0.6% on a stand-in)")
 
 
+@pytest.mark.slow
 def test_committed_report_is_up_to_date(full):
     expected = render_markdown(full, catalogue=str(CATALOGUE.relative_to(REPO)))
     assert REPORT.exists(), "reports/claims.md is missing: run `vitbench audit --write reports/claims.md`"

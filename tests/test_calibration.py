@@ -333,6 +333,7 @@ def _with_load(busy_cores, loadavg=None, cpus=2, threads=2) -> Calibration:
     return cal
 
 
+@pytest.mark.slow
 def test_a_calibration_records_the_cpu_time_other_processes_took_while_it_ran():
     import subprocess
     import sys

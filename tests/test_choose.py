@@ -29,6 +29,7 @@ def _cache(tmp_path, monkeypatch):
 # --- memory, per card ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("card", [spec.key for spec in CATALOGUE])
+@pytest.mark.slow
 def test_the_batch_chosen_for_every_card_fits_it_and_one_more_power_of_two_does_not(card):
     """No batch given: the batch priced is a power of two whose predicted peak (the memory model,
     asked directly) is under the card's memory; twice it is over the card's budget, and asking for
@@ -48,6 +49,7 @@ def test_the_batch_chosen_for_every_card_fits_it_and_one_more_power_of_two_does_
     assert f"the {gpu(card).name} has {gpu(card).memory_gb:g} GB" in over["note"]
 
 
+@pytest.mark.slow
 def test_a_batch_over_one_card_is_a_row_that_says_so_while_the_other_card_is_priced():
     rows = choose("vit-b/16", device="l4,h100", precision="bf16", batch_size=512, epochs=1, dataset_size=10_000)
     h100, l4 = rows
@@ -93,6 +95,7 @@ def test_ddp_buckets_overlap_backward_worked_by_hand():
     assert interconnect.data_parallel_step(0.5, 0.4, 51 * 2**20, 2, 1, card).exposed_s == pytest.approx(c25, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_choose_states_the_per_gpu_and_global_batch_and_adds_the_exposed_all_reduce():
     one, eight = (choose("vit-b/16", device="a100", precision="bf16", batch_size=64, gpus=g, epochs=1,
                          dataset_size=100_000)[0] for g in (1, 8))
@@ -199,6 +202,7 @@ def test_the_command_line_refuses_in_one_line_with_exit_2(argv, capsys):
 
 # --- the answer first, and the worked example ----------------------------------------------------
 
+@pytest.mark.slow
 def test_the_answer_comes_first_then_how_then_the_identity():
     row = choose(MODEL, device="h100", precision="bf16", batch_size=64, epochs=1, dataset_size=1000, price=2.0)[0]
     keys = list(row)

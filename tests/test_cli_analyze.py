@@ -78,6 +78,7 @@ def test_models_lists_presets(capsys):
     assert set(pd.read_csv(io.StringIO(out))["kind"]) == {"resnet"}
 
 
+@pytest.mark.slow
 def test_validate_exit_codes(capsys, monkeypatch):
     code, out, err = run(capsys, "validate", "mnist-vit", "slides-cnn", "--batch-sizes", "1")
     assert code == 0 and "6/6 configurations agree" in err

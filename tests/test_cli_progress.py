@@ -112,6 +112,7 @@ def _delayed_steps(durations, delay_s=0.2):
     return stream.getvalue().splitlines()
 
 
+@pytest.mark.slow
 def test_a_delayed_counter_never_skips_a_step_silently():
     # issue 46: predict printed [1/4] and [3/4] only, which read like lost rows; the quick steps
     # between and after the shown ones are named by their counters

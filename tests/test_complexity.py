@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from radon.complexity import cc_visit
 
 import vitbench
@@ -21,6 +22,7 @@ def _blocks(path: Path):
         yield from getattr(block, "closures", ())
 
 
+@pytest.mark.slow
 def test_no_function_is_more_complex_than_the_limit():
     over = sorted({
         f"{path.relative_to(PACKAGE.parent)}:{block.lineno} {block.fullname} {block.complexity}"

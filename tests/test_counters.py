@@ -27,6 +27,7 @@ def test_every_preset_agrees_at_three_resolutions(preset):
     assert sum(r["fvcore_macs"] is not None for r in records) >= 2
 
 
+@pytest.mark.slow
 def test_batch_sizes_agree():
     # ViT-S/16 cut to two blocks: the batch multiplies every block alike (a sixth of fvcore's run)
     records = validate(["vit-s/16+depth=2", "resnet18", "ablation-vit-pos2d"], resolutions=[64], batch_sizes=(1, 3))
@@ -40,6 +41,7 @@ def test_default_resolutions_include_non_square():
     assert (224, 224) in sizes and any(h != w for h, w in sizes) and len(sizes) >= 3
 
 
+@pytest.mark.slow
 def test_complexity_notebook_fvcore_figures_reproduced_exactly():
     # the notebook “Vision Transformers: From Theory to Practice”: fvcore #flops (its convention: MACs + LayerNorm at 5 per element) and #activations
     expected = {4: (1_256_365_568, 2_232_370), 8: (324_738_560, 544_306), 16: (96_255_488, 156_850)}
@@ -60,6 +62,7 @@ def test_fvcore_convention_is_macs_plus_layernorm():
 
 
 @pytest.mark.parametrize("attention", ["sdpa", "math"])
+@pytest.mark.slow
 def test_fused_and_explicit_attention_count_the_same(attention):
     spec = resolve("ablation-vit", attention=attention)
     counted = count(spec)

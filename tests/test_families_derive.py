@@ -50,6 +50,7 @@ def assert_derived_exact(module, source, input_size, counters=("dispatch",)):
         ("convnextv2_atto", {"grn": True, "layer_scale": False}),
     ],
 )
+@pytest.mark.slow
 def test_timm_mechanisms_derive_exactly(name, expected):
     module = timm_module(name)
     spec = assert_derived_exact(module, "timm", input_of(module))

@@ -127,6 +127,7 @@ DRAWN = st.sampled_from(COMMANDS)
 
 
 @pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.slow
 def test_results_csv(scale, valid, root):
     """A results CSV of hostile cells (huge integers, 1e9999999, nan, inf, control characters,
     formulas, quotes, markup), ragged rows, a BOM: readers, compare, report, predict --measured."""
@@ -143,6 +144,7 @@ def test_results_csv(scale, valid, root):
 
 
 @pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.slow
 def test_results_json(scale, valid, root):
     """A results JSON: random nesting, numbers beyond a float and beyond 4,300 digits, NaN,
     records of every type; named .json, or .csv (read by its first character)."""
@@ -159,6 +161,7 @@ def test_results_json(scale, valid, root):
 
 
 @pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.slow
 def test_store(scale, valid, root):
     """A store folder with a fuzzed rows.jsonl (checksummed hostile records, damaged and torn
     lines) and sweep.json (hostile members): readers, merge, report, compare, predict --measured."""

@@ -282,6 +282,7 @@ def _fails_on_predicted_time_naming_the_commit(scratch: Scratch, gate_dir: str) 
     return report
 
 
+@pytest.mark.slow
 def test_the_action_as_a_runner_runs_it_fails_a_predicted_time_regression_with_a_bisect_hint(tmp_path):
     """action.yml's steps, with docs/gate.md's inputs: the install step asks pip for the action's
     own checkout (before: `pip install vitbench`, which no index has), then `vitbench gate`."""
@@ -300,6 +301,7 @@ def test_the_action_as_a_runner_runs_it_fails_a_predicted_time_regression_with_a
     assert re.fullmatch(r"pr comment 7 --body-file=\S+/gate\.md", commented), commented
 
 
+@pytest.mark.slow
 def test_the_gitlab_recipe_as_a_runner_runs_it_fails_a_predicted_time_regression_with_a_bisect_hint(tmp_path):
     """docs/gate.md's GitLab job: pip installs vitbench from its repository pinned to a commit
     (before: `pip install vitbench` and `bash ci/gate_action.sh`, a file of vitbench's repository)."""

@@ -60,6 +60,7 @@ def _write(path, header, rows) -> str:
 
 @SETTINGS
 @given(columns=st.lists(_NAMES, min_size=1, max_size=5, unique=True), data=st.data())
+@pytest.mark.slow
 def test_every_record_the_columnar_reader_gives_is_the_record_readers(tmp_path_factory, columns, data):
     header = ["model", *columns]
     n = data.draw(st.integers(1, 30))
@@ -163,6 +164,7 @@ def _assert_equal_results(columnar, records, answered: bool = True) -> None:
 
 @SETTINGS
 @given(data=st.data())
+@pytest.mark.slow
 def test_every_verdict_of_the_columnar_gate_is_the_record_paths(tmp_path_factory, monkeypatch, data):
     n_base, n_cur = data.draw(st.integers(1, 40)), data.draw(st.integers(1, 40))
     base_rows = _results(data.draw, n_base, 1.0, 0)

@@ -324,6 +324,7 @@ def _row(model: str, device: str, batch: int, mode: str = "infer", **kwargs) -> 
     ("vit-ti/16", ("attention", "linear", "elementwise", "optimizer", "overhead")),
     ("resnet18", ("conv", "linear", "elementwise", "optimizer", "overhead")),
 ])
+@pytest.mark.slow
 def test_every_component_is_priced_and_they_sum_to_the_step(model, priced):
     """Each kind of work a training step holds gets a positive time, and the components add up
     to the latency exactly (a model that priced a component at zero, or lost one, fails here)."""
@@ -354,6 +355,7 @@ def test_the_host_is_the_hosts_not_the_gpus():
     assert fast["pred_host_s"] < a100["pred_host_s"]
 
 
+@pytest.mark.slow
 def test_l4_and_a100_come_in_a_plausible_order():
     """At batch 1 the step is the host's (the same machine drives either card): a tie within a few
     percent, never the L4 4x faster as the per-generation host fit said. At batch 64 the kernels

@@ -183,6 +183,7 @@ def test_show_needs_a_known_unique_commit(tmp_path):
     assert done.returncode == 2 and "is the prefix of 3 commits" in done.stderr
 
 
+@pytest.mark.slow
 def test_the_html_report_escapes_what_users_wrote(tmp_path):
     from vitbench.reporting.history import write_report
 

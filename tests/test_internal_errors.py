@@ -183,6 +183,7 @@ BOUNDARIES = {("vitbench/errors.py", "model_code"), ("vitbench/cli/__init__.py",
               ("vitbench/measure/step_thread.py", "_serve")}
 
 
+@pytest.mark.slow
 def test_every_exception_is_caught_only_at_the_boundaries():
     """No ``except Exception`` (or a bare ``except``, or ``except BaseException``) that does not
     end by re-raising what it caught, outside :data:`BOUNDARIES`: anywhere else one would turn

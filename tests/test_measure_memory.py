@@ -76,6 +76,7 @@ def test_inference_holds_no_gradients_or_optimizer_state():
     assert 4 * n < r["peak_memory_bytes"]
 
 
+@pytest.mark.slow
 def test_activations_grow_with_the_batch(adamw_train):
     bigger = peak_memory(SMALL_VIT, RunSettings(device="cpu", mode="train", batch_size=16, threads=1))
     ratio = bigger["mem_activations_bytes"] / adamw_train["mem_activations_bytes"]

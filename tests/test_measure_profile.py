@@ -29,6 +29,7 @@ def train_record():
     return measure(TINY, RunSettings(**{**FAST, "mode": "train", "memory": True, "peak_flops": 1e12}))
 
 
+@pytest.mark.slow
 def test_record_has_every_interface_column(train_record):
     r = train_record
     assert r["status"] == "ok", r["error"]
@@ -259,6 +260,7 @@ def test_bad_settings_raise_before_running(monkeypatch):
 
 
 @pytest.mark.parametrize("mode", ["infer", "train"])
+@pytest.mark.slow
 def test_bf16_autocast_on_cpu_runs_the_matmuls_in_bf16(mode):
     import torch
 
@@ -348,6 +350,7 @@ def test_isolated_run_that_dies_or_hangs_still_gives_a_row(monkeypatch):
     assert r["status"] == "error" and "timed out after 5" in r["error"]
 
 
+@pytest.mark.slow
 def test_channels_last_on_a_cnn():
     import torch
 

@@ -54,6 +54,7 @@ def test_capped_cpu_runs_get_a_step_thread_others_run_inline():
 
 
 @pytest.mark.parametrize("limit, where", [(None, "MainThread"), (256 * 2**20, "vitbench-steps")])
+@pytest.mark.slow
 def test_measured_cpu_steps_run_on_the_step_thread_under_a_cap(monkeypatch, limit, where):
     import vitbench.measure.timer as timer
     from vitbench.measure.profile import RunSettings, measure

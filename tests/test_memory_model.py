@@ -126,6 +126,7 @@ def _saved_bytes(spec, batch_size: int, precision: str) -> int:
         ("slides-cnn", {}, 2, "bf16"),
     ],
 )
+@pytest.mark.slow
 def test_activations_equal_what_autograd_saves(name, overrides, batch_size, precision):
     spec = resolve(name, **overrides)
     predicted = memory_estimate(spec, batch_size, precision=precision).activations_bytes
@@ -243,6 +244,7 @@ def _check_against_measurement(name, overrides, batch_size):
 
 
 @pytest.mark.parametrize("name, overrides, batch_size", MEASURED)
+@pytest.mark.slow
 def test_predicted_training_peak_within_10_percent_of_measured(name, overrides, batch_size):
     _check_against_measurement(name, overrides, batch_size)
 

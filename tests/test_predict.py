@@ -103,6 +103,7 @@ def test_more_depth_never_predicts_less_time():
 
 @pytest.mark.parametrize("name", ["vit-ti/16+depth=5", "resnet18", "cifar-vit/4+pool=mean"])
 @pytest.mark.parametrize("mode", ["infer", "train"])
+@pytest.mark.slow
 def test_fast_path_equals_a_full_trace(name, mode):
     """A sweep's shortcuts (batch-affine operators from two anchor batches, depth-affine time)
     give the full trace's prediction."""
@@ -198,6 +199,7 @@ def test_training_cost_formula():
     assert cost["pred_cost"] == pytest.approx(3.0 * 160 / 3600)
 
 
+@pytest.mark.slow
 def test_predict_api_rows_with_training_cost_and_measured_basis():
     cal = synthetic()
     measured = [{"model": "mnist-vit", "mode": "train", "batch_size": 8, "precision": "fp32", "latency_p50_s": 0.25, "status": "ok"},

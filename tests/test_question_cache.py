@@ -97,6 +97,7 @@ def _refused(rows: list[dict]) -> list[tuple[str, str]]:
 
 # --- a repeated question ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_repeated_prediction_asks_no_library_and_gives_the_same_rows(warm, cache, library):
     rows = _predict()
     assert library == {"resolve": 0, "count": 0, "memory": 0}

@@ -226,6 +226,7 @@ def test_py_factory_errors(mypkg, factory, message):
         resolve(f"py:{mypkg}.models:{factory}")
 
 
+@pytest.mark.slow
 def test_live_module_is_counted_and_left_as_it_was():
     """Issue 11: ``vitbench.count(torchvision.models.resnet50())`` raised AttributeError."""
     import torch
@@ -525,6 +526,7 @@ def test_live_transformers_vit_for_image_classification_is_covered():
     assert row["macs"] == row["dispatch_macs"] and row["agree"] is True
 
 
+@pytest.mark.slow
 def test_report_lists_models_without_a_formula_with_their_source(tmp_path, monkeypatch):
     """Every model is in "All configurations" with its source, and a model without a formula
     whose fvcore and dispatch counts agree is marked as agreeing."""
@@ -639,6 +641,7 @@ def test_analyze_exits_1_when_counters_disagree_on_any_model(tmp_path, monkeypat
     assert main(["analyze", "mnist-vit", "--counters", "fvcore,dispatch"]) == 0
 
 
+@pytest.mark.slow
 def test_timm_img_size_reaches_a_class_that_passes_kwargs_to_its_parent():
     """Issue: `deit_base_distilled`'s constructor takes ``**kwargs``, so ``img_size`` was not
     passed and ``--img-size 384`` failed ("Input height (384) doesn't match model (224)").

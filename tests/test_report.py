@@ -48,6 +48,7 @@ def mini_report(tmp_path_factory):
     return result, (root / "out" / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_report_has_tables_plots_and_a_reproduce_line(mini_report):
     result, text = mini_report
     assert {p.name for p in result.plots} >= {"patch_size.png", "resolution.png", "attention_share.png"}
@@ -119,6 +120,7 @@ def _measured_store(path):
                 store.add(row)
 
 
+@pytest.mark.slow
 def test_measured_sections_from_a_store(tmp_path, capsys):
     _measured_store(tmp_path / "store")
     assert main(["report", str(tmp_path / "store"), "--out", str(tmp_path / "rep"), "-q"]) == 0

@@ -67,6 +67,7 @@ def test_ids_follow_the_spec_key_when_a_newer_field_is_a_grid_axis():
     assert '"reg_tokens"' not in spec_key(configs[0].spec) and '"reg_tokens":4' in spec_key(configs[1].spec)
 
 
+@pytest.mark.slow
 def test_a_one_model_grid_is_counted_arithmetically(monkeypatch, capsys):
     """10^9 points counted (dry run) and 8 x 10^6 refused without --yes, with no configuration
     enumerated (issue: the dry run took over 60 s and 1.25 GB, the refusal 41 s and 647 MB)."""

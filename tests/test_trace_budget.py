@@ -74,6 +74,7 @@ def test_predict_refuses_depth_2000_from_the_spec(mode, monkeypatch):
     assert row["status"] == "refused" and "2,000 blocks" in row["error"] and row["macs"] > 0  # the analytic figures stand
 
 
+@pytest.mark.slow
 def test_predict_vit_b_depth_2000_on_the_command_line_is_one_line_within_10_s_and_2_gb(tmp_path):
     path = tmp_path / "cal.json"
     path.write_text(json.dumps(asdict(synthetic())))

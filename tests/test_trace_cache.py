@@ -99,6 +99,7 @@ DAMAGE = [_all_fields_text, _numbers_as_text, _negated, _huge, _doubled_macs, _n
 
 
 @pytest.mark.parametrize("damage", DAMAGE, ids=[d.__name__.strip("_") for d in DAMAGE])
+@pytest.mark.slow
 def test_a_damaged_trace_cache_entry_is_traced_again_with_a_warning(damage, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("VITBENCH_TRACE_DIR", raising=False)

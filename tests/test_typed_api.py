@@ -64,8 +64,12 @@ def test_the_keyword_form_and_the_settings_form_ask_the_same_question():
     by_keywords = vitbench.predict("mnist-vit", device="h100,l4", batch_size=2, precision="bf16")
     changed = vitbench.predict("mnist-vit", vitbench.PredictSettings(device="a100"), device="h100,l4", batch_size=2,
                                precision="bf16")
-    keep = lambda rows: [{k: v for k, v in r.items() if k != "pred_seconds"} for r in rows]  # noqa: E731
-    assert keep(by_object) == keep(by_keywords) == keep(changed)
+    assert len(by_object) == len(by_keywords) == len(changed) == 2
+    for row, *others in zip(by_object, by_keywords, changed):
+        for other in others:
+            differing = {k: (row.get(k), other.get(k)) for k in set(row) | set(other)
+                         if k != "pred_seconds" and row.get(k) != other.get(k)}
+            assert differing == {}
     assert [r.device for r in by_object] == ["h100", "l4"]
 
 
