@@ -24,7 +24,7 @@ from vitbench.timemodel.calibration.schema import Calibration
 def fake(monkeypatch, tmp_path):
     """The calibration replaced by a synthetic one; the cache, temp folder and cwd in tmp_path."""
     made = synthetic()
-    monkeypatch.setattr(worker, "calibrate", lambda device, threads, precisions: made)
+    monkeypatch.setattr(worker, "calibrate", lambda device, threads, precisions, on_step=None: made)
     monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "tmp").mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
@@ -148,7 +148,7 @@ def test_an_output_that_fails_after_the_run_says_where_the_calibration_is(fake, 
 
 @pytest.mark.parametrize("save", ["dir", "fifo"])
 def test_a_save_path_that_is_no_file_is_refused_before_the_run(save, fake, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(worker, "calibrate", lambda *a: pytest.fail("calibrated before the --save check"))
+    monkeypatch.setattr(worker, "calibrate", lambda *a, **k: pytest.fail("calibrated before the --save check"))
     target = tmp_path / "target"
     target.mkdir() if save == "dir" else os.mkfifo(target)
     assert main(["calibrate", "--save", str(target), "-q"]) == 2

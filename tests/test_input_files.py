@@ -352,7 +352,7 @@ def test_a_cache_entry_that_is_no_calibration_is_refused_and_recalibrated(entry,
     else:
         path.write_text(json.dumps({**asdict(_synthetic()), "in_step_factor": 10**400}))
     calls = []
-    monkeypatch.setattr(run, "calibrate", lambda device, threads, precisions: calls.append(threads) or _synthetic(threads=threads))
+    monkeypatch.setattr(run, "calibrate", lambda device, threads, precisions, on_step=None: calls.append(threads) or _synthetic(threads=threads))
     with within(20):
         [row] = vitbench.predict("mnist-vit", threads=1)
     assert calls == [1] and row["status"] == "ok" and row["pred_latency_s"] > 0
@@ -373,7 +373,7 @@ def test_predict_on_the_command_line_prints_its_prediction_when_the_cache_cannot
         (tmp_path / "cache").write_text("a file")
     else:
         path.mkdir()
-    monkeypatch.setattr(run, "calibrate", lambda device, threads, precisions: _synthetic(threads=threads))
+    monkeypatch.setattr(run, "calibrate", lambda device, threads, precisions, on_step=None: _synthetic(threads=threads))
     assert main(["predict", "mnist-vit", "--threads", "1", "--format", "csv", "-q"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("model,") and "mnist-vit" in out

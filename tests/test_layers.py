@@ -27,7 +27,7 @@ LAYERS = (
      "vitbench.procfs", "vitbench.escape", "vitbench.input_files", "vitbench.hooks", "vitbench.version"),
     ("vitbench.results", "vitbench.csv_records", "vitbench.csv_columns", "vitbench.record_schema", "vitbench.reading",
      "vitbench.store", "vitbench.typed_rows"),
-    ("vitbench.specs", "vitbench.settings"),
+    ("vitbench.specs", "vitbench.settings", "vitbench.report_defaults"),
     ("vitbench.presets",),
     ("vitbench.analytic",),
     ("vitbench.models",),

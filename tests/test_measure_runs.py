@@ -112,3 +112,26 @@ def test_measure_package_has_no_import_circle():
     # the worker process has its own entry module, which nothing imports
     assert "vitbench.measure.worker" in graph
     assert not any("vitbench.measure.worker" in deps for deps in graph.values())
+
+
+def test_only_the_first_run_names_the_attention_kernel(monkeypatch):
+    """A row's later runs skip the profiler pass that names the attention kernel (the pooled row
+    keeps the first run's): importing torch's profiler cost 3 of a later run's 7 s of CPU time."""
+    import json
+
+    from vitbench.measure import isolate, runs
+
+    asked: list[bool] = []
+
+    def fake_worker(target, settings, device, detect_attention=True):
+        asked.append(detect_attention)
+        return _run([0.01, 0.011, 0.012], attention_kernel="cpu_flash" if detect_attention else None)
+
+    monkeypatch.setattr(runs, "run_in_worker", fake_worker)
+    target = type("T", (), {"portable": True})()
+    row = runs.measure_runs(target, RunSettings(runs=3, device="cpu"), "cpu")
+    assert asked == [True, False, False] and row["attention_kernel"] == "cpu_flash" and row["runs"] == 3
+    one = RunSettings(runs=1, device="cpu")
+    model = type("M", (), {"to_request": lambda self: {"reference": "vit-ti/16"}})()
+    assert "detect_attention" not in json.loads(isolate.request(model, one, "cpu"))
+    assert json.loads(isolate.request(model, one, "cpu", detect_attention=False))["detect_attention"] is False

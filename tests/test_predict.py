@@ -278,7 +278,7 @@ def test_a_calibration_file_asked_for_by_name_and_damaged_is_refused_not_replace
 
     monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path / "cache"))
     calls = []
-    monkeypatch.setattr(run, "calibrate", lambda device, threads, precisions: calls.append(threads) or synthetic(threads=threads))
+    monkeypatch.setattr(run, "calibrate", lambda device, threads, precisions, on_step=None: calls.append(threads) or synthetic(threads=threads))
     damaged = tmp_path / "cal.json"
     damaged.write_text(f'{{"schema_version": {SCHEMA_VERSION}, "gemm": ')
     with pytest.raises(CalibrationError, match=r"--calibration=.*cal.json.*refused \(damaged: not (valid )?JSON"):
@@ -298,7 +298,7 @@ def test_cached_calibration_from_another_torch_is_replaced(tmp_path, monkeypatch
     path = cache_path("cpu", cpu_model() or "", 1, torch.__version__)
     path.parent.mkdir(parents=True)
     path.write_text(synthetic(torch="1.0.0").to_json())
-    monkeypatch.setattr(run, "calibrate", lambda device, threads, precisions: synthetic(threads=threads))
+    monkeypatch.setattr(run, "calibrate", lambda device, threads, precisions, on_step=None: synthetic(threads=threads))
     [row] = vitbench.predict("mnist-vit", threads=1)
     assert any(w["code"] == "calibration-refused" and "made under torch 1.0.0" in w["message"] and "recalibrated" in w["message"] for w in row["warnings"])
     assert load(path).torch == torch.__version__
@@ -396,7 +396,7 @@ def test_a_cache_that_cannot_be_written_never_costs_the_prediction(layout, tmp_p
         cache.write_text("not a folder")
     else:
         cache_path("cpu", cpu_model() or "", 1, torch.__version__).mkdir(parents=True)
-    monkeypatch.setattr(run, "calibrate", lambda device, threads, precisions: synthetic(threads=threads))
+    monkeypatch.setattr(run, "calibrate", lambda device, threads, precisions, on_step=None: synthetic(threads=threads))
     [row] = vitbench.predict("mnist-vit", threads=1)
     assert row["status"] == "ok" and row["pred_latency_s"] > 0
     assert any(w["code"] == "calibration-not-saved" for w in row["warnings"])

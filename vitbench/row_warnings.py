@@ -28,6 +28,7 @@ CODES: dict[str, str] = {
     "cpu-governor": "timing",           # the clock speed varies
     "gpu-shared": "timing",             # other processes on the GPU
     "run-failed": "timing",             # one of several runs failed; the others pooled
+    "remeasured": "timing",             # measured twice (the first attempt unstable); the steadier kept
     "not-isolated": "isolation",        # a live module measured in this process
     "pass-failed": "memory",            # an optional pass (peak memory, trace) failed
     "memory-breakdown": "memory",       # the breakdown of the peak is missing

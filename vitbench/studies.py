@@ -1,8 +1,10 @@
 """Run a study and write its report: the library face of `vitbench report`.
 
 ``report()`` with no source runs the built-in default study (``vitbench/data/default_study.yaml``)
-through :mod:`vitbench.sweeps` into ``reports/default/`` and renders it; a sweep file is run the
-same way; a results store or CSV is rendered as it is. Rendering itself (display only) is
+through :mod:`vitbench.sweeps` into ``./vitbench-report/`` (:data:`DEFAULT_OUT`, in the current
+folder: never a file of vitbench's own checkout) and renders it; a sweep file is run the same way
+(into ``reports/NAME``); a results store or CSV is rendered as it is. The committed
+``reports/default`` of vitbench's repository is written by ``vitbench report --out reports/default``. Rendering itself (display only) is
 :func:`vitbench.reporting.study.render_report`.
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 from vitbench.errors import InputFileError, VitbenchError, shown
 from vitbench.reading import read_results
 from vitbench.record_schema import require_columns, require_finite
+from vitbench.report_defaults import DEFAULT_OUT, DEFAULT_STUDY_TIME
 from vitbench.reporting.format import render
 from vitbench.reporting.html import write
 from vitbench.reporting.study import ReportResult, render_report
@@ -26,7 +29,6 @@ from vitbench.store.reader import is_store
 from vitbench.sweeps import apply_overrides, default_study_path, load_sweep_file, merge, sweep
 from vitbench.sweeps.run import SweepInterrupted
 
-DEFAULT_OUT = Path("reports") / "default"
 SWEEP_SUFFIXES = (".yaml", ".yml", ".toml")
 
 
@@ -55,6 +57,8 @@ def report(
     command: str | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    on_estimate: Callable[[Any], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> ReportResult:
     """Write ``report.md`` (+ results CSV/JSON, tables as CSV, PNG plots) into ``out``.
 
@@ -64,6 +68,8 @@ def report(
     ``plots=False`` writes the markdown and tables without drawing the PNGs. ``html=True`` also
     writes ``report.html`` beside ``report.md``: the same content in one self-contained file
     (tables as HTML, plots and table CSVs embedded as data URIs), ``ReportResult.html``.
+    ``on_start``/``on_estimate``/``on_row``/``on_note``: the sweep's progress callbacks
+    (:class:`vitbench.sweeps.progress.Progress`).
 
     >>> report("study.yaml", "reports/study", threads=1, runs=3)  # doctest: +SKIP
     """
@@ -83,7 +89,9 @@ def report(
         if resume and not staging.exists() and out_dir.exists():
             shutil.copytree(out_dir, staging, symlinks=True)
         try:
-            result = sweep(plan, out=staging, resume=resume and staging.exists(), force=not resume, on_start=on_start, on_row=on_row)
+            result = sweep(plan, out=staging, resume=resume and staging.exists(), force=not resume, on_start=on_start,
+                           on_row=on_row,
+                           on_progress={"on_estimate": on_estimate, "on_note": on_note})
         except SweepInterrupted as stopped:
             # The rows are kept in the staging folder; the user reruns the report, not the sweep.
             raise _report_interrupted(stopped, out_dir) from None
@@ -239,4 +247,4 @@ def _copy_results(source: Path, records: list[dict[str, Any]], out: Path, *, for
     _write_json(records, out)
 
 
-__all__ = ["ReportResult", "render_report", "report"]
+__all__ = ["DEFAULT_OUT", "DEFAULT_STUDY_TIME", "ReportResult", "render_report", "report"]

@@ -11,18 +11,20 @@ from pathlib import Path
 
 from vitbench.cli.common import add_format_argument, choice_list, emit, thread_count
 from vitbench.cli.progress import Steps, add_quiet_argument
+from vitbench.timemodel.calibration import CPU_CALIBRATION_TIME
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "calibrate",
-        help="calibrate the time model on this machine (about 30 s; predict does it on first use)",
+        help=f"calibrate the time model on this machine ({CPU_CALIBRATION_TIME}; predict does it on first use)",
         description="Time the time model's micro-benchmarks on this CPU in a fresh worker "
         "process: matrix products on a grid of shapes, attention and convolution kernels, and "
         "two small synthetic networks operator by operator (never a model you predict). The "
         "result is saved as versioned JSON in the cache directory ($VITBENCH_CACHE_DIR, else "
         "$XDG_CACHE_HOME/vitbench, else ~/.cache/vitbench), one per CPU, thread count and torch "
-        "version, and, with --save FILE, also to FILE to share (predict --calibration FILE).",
+        "version, and, with --save FILE, also to FILE to share (predict --calibration FILE). A CPU calibration "
+        f"takes {CPU_CALIBRATION_TIME}; its steps are shown on stderr as they start.",
     )
     parser.add_argument("--device", default="cpu", metavar="DEVICE", help="cpu, or cuda: fit the GPU cost model to this GPU's own step times (about 3 minutes; a GPU you do not have is priced by the published fit: `vitbench predict --device h100`)")
     parser.add_argument("--threads", type=thread_count, metavar="N", help="CPU threads (default: all this process may use)")
@@ -52,12 +54,18 @@ def run(args) -> int:
     if device == "cuda":
         return _run_cuda(args)
     steps = Steps("calibrate", quiet=args.quiet)
-    steps.wait("calibrating the CPU in a worker process (about 30 s)")
+    steps.wait(f"calibrating the CPU in a worker process ({CPU_CALIBRATION_TIME})")
     try:
-        calibration = calibrate("cpu", args.threads, tuple(args.precision))
+        calibration = calibrate("cpu", args.threads, tuple(args.precision), on_step=_each_step_waited(steps))
     finally:
         steps.close()
     return _save_and_emit(args, calibration, save, summary)
+
+
+def _each_step_waited(steps: Steps):
+    """``on_step`` for a calibration: each step's line ('[3/20] matrix products ...'), then, while
+    it lasts, how long it has (a step can take tens of seconds on a busy machine)."""
+    return lambda done, total, label: steps.wait(f"[{done + 1}/{total}] {label}")
 
 
 def _save_and_emit(args, calibration, save, summary) -> int:

@@ -17,6 +17,7 @@ from vitbench.cli.common import (
     run_settings_from,
 )
 from vitbench.cli.progress import Steps, add_quiet_argument
+from vitbench.timemodel.calibration import CPU_CALIBRATION_TIME
 
 if TYPE_CHECKING:
     from vitbench.timemodel.predict_settings import PredictSettings
@@ -33,7 +34,8 @@ def register(subparsers) -> None:
         "pred_throughput_img_s, and a breakdown (pred_attention_s, pred_linear_s, pred_conv_s, "
         "pred_elementwise_s, pred_optimizer_s, pred_overhead_s) that sums to it. Every operator "
         "of the step is traced on fake tensors and priced from this machine's calibration "
-        "(`vitbench calibrate`; made on first use, about 30 s, kept in the cache directory), or, "
+        f"(`vitbench calibrate`; made on first use, {CPU_CALIBRATION_TIME}, with its steps shown on stderr; kept in "
+        "the cache directory), or, "
         "for a GPU (--device h100, a100, l4, rtx4090...: `vitbench devices` lists them; several "
         "at once: --device a100,h100), by the GPU cost model from the card's published numbers "
         "and its generation's parameters fitted on timm's published throughputs; GPU rows carry "

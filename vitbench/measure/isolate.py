@@ -29,21 +29,25 @@ def _last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def request(target, settings: RunSettings, device: str) -> str:
-    """The JSON a worker reads: the model, the settings of ONE in-process run, the device."""
+def request(target, settings: RunSettings, device: str, detect_attention: bool = True) -> str:
+    """The JSON a worker reads: the model, the settings of ONE in-process run, the device, and
+    whether to name the attention kernel (``detect_attention``; absent: yes)."""
     one_run = settings.replace(isolate=False, runs=1, timeout_s=None)
-    return json.dumps({"model": target.to_request(), "settings": one_run.to_dict(), "device": device})
+    data = {"model": target.to_request(), "settings": one_run.to_dict(), "device": device}
+    if not detect_attention:
+        data["detect_attention"] = False
+    return json.dumps(data)
 
 
-def run_in_worker(target, settings: RunSettings, device: str) -> dict[str, Any]:
+def run_in_worker(target, settings: RunSettings, device: str, detect_attention: bool = True) -> dict[str, Any]:
     """Measure one run of ``target`` in a fresh process (killed with its parent); one record,
-    whatever happens to it."""
+    whatever happens to it. ``detect_attention``: as :func:`~vitbench.measure.single.measure_run`."""
     env = dict(os.environ)
     env.setdefault("KINETO_LOG_LEVEL", "5")
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "vitbench.measure.worker"],
-            input=request(target, settings, device), capture_output=True, text=True,
+            input=request(target, settings, device, detect_attention), capture_output=True, text=True,
             timeout=settings.timeout_s, env=env, preexec_fn=preexec(),
         )
     except subprocess.TimeoutExpired:

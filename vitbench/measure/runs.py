@@ -3,7 +3,8 @@ processes per benchmark).
 
 Each of ``settings.runs`` runs happens in a fresh worker process (or, for ``runs=1`` without
 isolation, in this process). The first run settles the batch size (``--batch-size auto``),
-measures peak memory and writes the trace; the others repeat the timing at that batch size.
+measures peak memory, names the attention kernel and writes the trace; the others repeat the
+timing at that batch size (without the profiler passes, which cost seconds of CPU to start).
 
 Columns of the pooled row: ``runs`` (runs pooled), ``run_samples_s`` (each run's raw samples,
 seconds per step), ``run_medians_s`` (each run's median: the replicates a between-run test
@@ -62,7 +63,9 @@ def measure_runs(target, settings: RunSettings, device: str,
     for index in range(settings.runs):
         if on_run is not None:
             on_run(index)
-        record = run_in_worker(target, current, device) if in_worker else measure_run(target, current, device)
+        # the first run names the attention kernel (the pooled row's); the others need not
+        record = (run_in_worker(target, current, device, index == 0) if in_worker
+                  else measure_run(target, current, device, index == 0))
         records.append(record)
         if record.get("status") != "ok":
             if index > 0:

@@ -116,9 +116,11 @@ def _cap_bytes(settings: RunSettings, budget: int | None) -> int | None:
     return budget if settings.batch_size == "auto" else None
 
 
-def measure_batch(target, settings: RunSettings, device: str, batch: int, cap) -> tuple[dict[str, Any], list[str]]:
+def measure_batch(target, settings: RunSettings, device: str, batch: int, cap,
+                  detect_attention: bool = True) -> tuple[dict[str, Any], list[str]]:
     """Build and time under ``cap`` (an OOM raises), then on the same model detect the attention
-    kernel, measure peak memory (always, when capped) and trace: a failure in one of those
+    kernel (unless ``detect_attention`` is false: a pooled row's later runs, whose first run
+    named it), measure peak memory (always, when capped) and trace: a failure in one of those
     passes is a warning, not a lost row. Raises :class:`PeakOverLimit` when the measured peak
     exceeds the cap. Returns (columns, warnings)."""
     out: dict[str, Any] = {}
@@ -153,7 +155,8 @@ def measure_batch(target, settings: RunSettings, device: str, batch: int, cap) -
         out["steps_per_sample"] = timing.steps_per_sample
         out["wall_samples_s"] = list(timing.samples_s)
         out["cpu_samples_s"] = list(timing.cpu_samples_s) if timing.cpu_samples_s is not None else None
-        out["attention_kernel"] = optional("attention kernel detection", lambda: attention_kernel.detect(workload, target.spec))
+        if detect_attention:  # a profiler pass: importing torch.profiler alone costs seconds of CPU
+            out["attention_kernel"] = optional("attention kernel detection", lambda: attention_kernel.detect(workload, target.spec))
         if settings.memory or cap.limit_bytes is not None:
             out.update(optional("peak memory pass", lambda: memory.measure_workload_memory(workload)) or {})
             if out.get("memory_breakdown_error"):
@@ -282,10 +285,11 @@ def measure_auto(target, settings: RunSettings, device: str, cap, budget: int | 
     return batch, columns, warnings + pass_warnings
 
 
-def measure_run(target, settings: RunSettings, device: str) -> dict[str, Any]:
+def measure_run(target, settings: RunSettings, device: str, detect_attention: bool = True) -> dict[str, Any]:
     """One run of one configuration in this process: one flat record with the raw samples
     (``samples_s``) and the memory columns; summaries across runs are added by
-    :mod:`vitbench.measure.runs`. Never raises for an OOM or a run-time failure."""
+    :mod:`vitbench.measure.runs`. ``detect_attention``: name the attention kernel (a profiler
+    pass; a pooled row's later runs skip it). Never raises for an OOM or a run-time failure."""
     target = effective_target(target, settings)
     record = base_record(target, settings, device)
     warnings: list[dict[str, str]] = []
@@ -311,7 +315,8 @@ def measure_run(target, settings: RunSettings, device: str) -> dict[str, Any]:
                     if target.macs is not None:
                         record["macs"] = target.macs * batch
                 else:
-                    columns, pass_warnings = measure_batch(target, settings, device, settings.batch_size, cap)
+                    columns, pass_warnings = measure_batch(target, settings, device, settings.batch_size, cap,
+                                                           detect_attention)
                 record.update(columns)
                 warnings.extend(pass_warnings)
                 record["status"] = "ok"

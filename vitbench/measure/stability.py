@@ -11,11 +11,13 @@ wall clock (or a single run) the steps' spread counts too, and the machine's loa
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
+from typing import Any
 
 from vitbench.measure.stats import UNSTABLE_SPREAD, stability_warning, summarize
-from vitbench.row_warnings import warning
+from vitbench.row_warnings import code_sets, warning
 
 
 def run_cv(run_medians: Sequence[float]) -> float | None:
@@ -69,3 +71,42 @@ def time_sharing_warnings(cpu_share: float | None, threads: int) -> list[dict[st
         "cpu_latency_p50_s (CPU seconds per step) changes much less with the load; measure on "
         "an idle machine for wall-clock figures",
     )]
+
+
+#: warning codes that make a row's timing unfit to conclude from (the report withholds it, a
+#: sweep with ``remeasure`` measures it again): unstable timing, a busy machine, a shared GPU
+UNFIT_CODES = frozenset({"unstable-steps", "unstable-runs", "busy-machine", "gpu-shared"})
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return None if math.isnan(value) else float(value)
+
+
+def timing_spread(record: dict[str, Any]) -> float | None:
+    """Relative spread of a measured row's timing: the largest of the between-run CV (``run_cv``,
+    when the row pooled several runs), the coefficient of variation and IQR / median of the
+    steps. A row timed with CPU time per thread (``clock='cpu'``) over several runs: the
+    between-run CV alone (as :func:`timing_warnings` judges it; its steps scatter on a shared
+    machine while the runs' medians agree)."""
+    run_spread = _number(record.get("run_cv"))
+    if record.get("clock") == "cpu" and run_spread is not None:
+        return run_spread
+    candidates = [run_spread, _number(record.get("latency_cv"))]
+    iqr, median = _number(record.get("latency_iqr_s")), _number(record.get("latency_p50_s"))
+    if iqr is not None and median:
+        candidates.append(iqr / median)
+    known = [c for c in candidates if c is not None]
+    return max(known) if known else None
+
+
+def unfit_timing(record: dict[str, Any]) -> bool:
+    """Whether a measured row (status ok, with a throughput) is unfit to conclude from: a warning
+    with one of :data:`UNFIT_CODES`, or a :func:`timing_spread` above ``UNSTABLE_SPREAD``."""
+    if record.get("status", "ok") != "ok" or _number(record.get("throughput_img_s")) is None:
+        return False
+    if any(codes & UNFIT_CODES for codes in code_sets(record.get("warnings"))):
+        return True
+    spread = timing_spread(record)
+    return spread is not None and spread > UNSTABLE_SPREAD

@@ -21,7 +21,7 @@ def main() -> int:
     settings = RunSettings.from_dict(request["settings"])
     device = request["device"]
     try:
-        record = measure_run(target, settings, device)
+        record = measure_run(target, settings, device, request.get("detect_attention", True) is not False)
     except VitbenchError as exc:  # SpecError and the like: still one row
         record = failed_row(target, settings, device, "error", f"{exc.__class__.__name__}: {exc}")
     # the worker process's boundary: its one result is a row, whatever failed; vitbench's own

@@ -4,12 +4,12 @@ torch.utils.benchmark.Compare flags a noisy measurement. Used by the table rende
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from vitbench import row_warnings
+from vitbench.measure.stability import timing_spread
 
 #: timing columns, in the order a marker prefers them (the first one shown carries it)
 TIMING = (
@@ -56,27 +56,11 @@ def timing_warnings(record: dict[str, Any]) -> list[str]:
     return [text for text, found in zip(row_warnings.texts(value), row_warnings.code_sets(value)) if found & unfit]
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return None if math.isnan(value) else float(value)
-
-
 def spread(record: dict[str, Any]) -> float | None:
-    """Relative spread of the timing: the largest of the between-run CV (``run_cv``, when the row
-    pooled several runs), the coefficient of variation and IQR / median of the steps. A row timed
-    with CPU time per thread (``clock='cpu'``) over several runs: the between-run CV alone (as
-    :mod:`vitbench.measure.stability` judges it; its steps scatter on a shared machine while
-    the runs' medians agree)."""
-    run_spread = _number(record.get("run_cv"))
-    if record.get("clock") == "cpu" and run_spread is not None:
-        return run_spread
-    candidates = [run_spread, _number(record.get("latency_cv"))]
-    iqr, median = _number(record.get("latency_iqr_s")), _number(record.get("latency_p50_s"))
-    if iqr is not None and median:
-        candidates.append(iqr / median)
-    known = [c for c in candidates if c is not None]
-    return max(known) if known else None
+    """Relative spread of the timing (:func:`vitbench.measure.stability.timing_spread`: the
+    between-run CV and the steps' CV and IQR / median; with the CPU-time clock over several runs,
+    the between-run CV alone)."""
+    return timing_spread(record)
 
 
 def _marker(rule: Rule, record: dict[str, Any]) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ def sweep(
     on_start: Callable[[int, int], None] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
     on_calibrate: Callable[[str], None] | None = None,
+    on_progress: Mapping[str, Callable[..., None]] | None = None,
     **keywords: Any,
 ) -> SweepResult:
     """Run a sweep (a sweep file, a :class:`SweepPlan`, or ``models`` x ``grid``) into a store.
@@ -41,7 +42,11 @@ def sweep(
         on_start: called ``(todo, skipped)`` once the configurations to run are known.
         on_row: called with each row as it is stored.
         on_calibrate: hears ``(message)`` when the predict stage calibrates the CPU first
-            (about 30 s, once per machine).
+            (once per machine: :data:`~vitbench.timemodel.calibration.CPU_CALIBRATION_TIME`) and
+            as each of its steps starts.
+        on_progress: more progress callbacks, by name: ``on_estimate(costs)`` hears the rows'
+            expected costs (:func:`~vitbench.sweeps.rows.row_costs`, for an ETA that weighs the
+            measured rows), ``on_note(text)`` a phase starting (re-measuring the unfit rows).
         **keywords: a field of :class:`SweepSettings` (``out=``, ``resume=True``, ``launcher=``)
             changes ``settings`` (the keyword form builds the same object, validated in the same
             place); the plan's (:data:`~vitbench.sweeps.settings.PLAN_KEYWORDS`): ``models``,
@@ -75,7 +80,16 @@ def sweep(
         visible_gpus(settings.launcher_options.get("gpus"))  # checked before the store is touched
         compute = functools.partial(launchers.run_gpus, **settings.launcher_options)
     return execute(plan, directory, shard=settings.shard, options=options, yes=settings.yes, compute=compute,
-                   on_start=on_start, on_row=on_row, on_calibrate=on_calibrate)
+                   on_start=on_start, on_row=on_row, on_calibrate=on_calibrate, **_progress_callbacks(on_progress))
+
+
+def _progress_callbacks(on_progress: Mapping[str, Callable[..., None]] | None) -> dict[str, Callable[..., None]]:
+    """``on_progress`` checked: only ``on_estimate`` and ``on_note``."""
+    callbacks = dict(on_progress or {})
+    unknown = sorted(set(callbacks) - {"on_estimate", "on_note"})
+    if unknown:
+        raise TypeError(f"sweep() on_progress: unknown callback {unknown[0]!r} (on_estimate, on_note)")
+    return callbacks
 
 
 # check_arguments lives in sweeps.settings (where the settings are validated); kept importable here

@@ -55,7 +55,7 @@ from vitbench.specs import SPEC_TYPES, parse_field_value, spec_fields
 from vitbench.specs.model_ref import ModelRef
 from vitbench.sweeps.schema import Checker, SweepFileError, parse_text
 
-TOP_KEYS = ("name", "description", "out", "models", "grid", "batch_sizes", "stages", "counters", "measure", "studies")
+TOP_KEYS = ("name", "description", "out", "remeasure", "models", "grid", "batch_sizes", "stages", "counters", "measure", "studies")
 STUDY_KEYS = ("name", "description", "models", "grid", "batch_sizes", "stages", "counters", "measure")
 
 
@@ -115,6 +115,7 @@ class SweepPlan:
     description: str = ""
     out: str | None = None
     source: str | None = None
+    remeasure: float = 0.0  # the unfit measured rows measured again, within this share of their time (sweeps.remeasure)
 
     @property
     def fingerprint(self) -> str:
@@ -346,7 +347,8 @@ def validate(
     if out is not None and (not isinstance(out, str) or not out.strip()):
         raise check.fail("out", out, "must be a directory path")
     description = check.text("description", top.get("description", ""))
-    inherited = {k: v for k, v in top.items() if k not in ("name", "out", "studies", "description")}
+    remeasure = check.share("remeasure", top.get("remeasure", 0.0))
+    inherited = {k: v for k, v in top.items() if k not in ("name", "out", "studies", "description", "remeasure")}
     if top.get("studies") is None:
         studies: tuple[Study, ...] = (_study(check, {}, inherited, "", name),)
     else:
@@ -366,7 +368,7 @@ def validate(
         for field_name, values in _grid(check, "grid", top.get("grid")).items():
             if not any(field_name in dict(s.grid) for s in studies):
                 raise check.fail(f"grid.{field_name}", list(values), "does not apply to the models of any study")
-    return SweepPlan(name=name.strip(), studies=studies, description=description, out=out, source=source)
+    return SweepPlan(name=name.strip(), studies=studies, description=description, out=out, source=source, remeasure=remeasure)
 
 
 # --- from Python values and flags ------------------------------------------------------------

@@ -27,15 +27,20 @@ from vitbench.store.writer import now_iso
 from vitbench.sweeps import grid
 from vitbench.sweeps.grid import Config, is_reference, study_sizes
 from vitbench.sweeps.plan import SweepPlan
+from vitbench.sweeps.progress import RowCosts
 from vitbench.timemodel.fast import Predictor
 from vitbench.timemodel.run import predict_device, resolve_calibration
 
-#: rough seconds per row of each stage beyond the analytic one, for the estimate before a run
-#: (tracing a model: about a second per counter; a measured row: per run, the process start,
-#: warm-up and the timed minimum, plus the memory pass)
+#: rough seconds per row of each stage beyond the analytic one, for the estimate before a run and
+#: the weights of a progress ETA (tracing a model: about a second per counter; a measured row:
+#: per run, a worker process (Python, torch, the runtime's warm-up) and the timed minimum, and
+#: in its first run the memory and attention-kernel passes, which import torch's profiler). On a
+#: busy 2-core machine (load 8-12) the default study's measured rows took 15 times its counted
+#: rows; these weights say 5 times: the ETA scales each kind by its own pace once a row of it is done
 COUNTER_S = 1.5
 PREDICT_S = 0.01  # traces are shared across batch sizes and depths (vitbench.timemodel.fast)
-PROCESS_START_S = 2.0
+PROCESS_START_S = 4.0
+PROFILER_PASSES_S = 3.0
 
 
 class Runner:
@@ -174,6 +179,12 @@ def estimate_seconds(plan: SweepPlan, rows: int) -> tuple[float, float]:
     return rows * mean, mean
 
 
+def row_costs(plan: SweepPlan) -> Any:
+    """The rows' expected costs for a progress ETA (:class:`~vitbench.sweeps.progress.RowCosts`):
+    :func:`row_seconds` of each study, its size, and which studies are measured."""
+    return RowCosts(row_seconds(plan), study_sizes(plan), frozenset(s.name for s in plan.studies if s.measured))
+
+
 def row_seconds(plan: SweepPlan, store_s: float = 0.00015) -> dict[str, float]:
     """Estimated seconds per row of each study: the analytic stage timed on the study's first
     model, plus rough costs of the counters and measured stages and ``store_s``, the rest of a
@@ -194,10 +205,11 @@ def row_seconds(plan: SweepPlan, store_s: float = 0.00015) -> dict[str, float]:
             seconds += PREDICT_S
         if study.measured:
             settings = study.measure
-            per_run = PROCESS_START_S * settings.in_worker + settings.min_run_time_s * (1 + settings.memory)
-            seconds += settings.runs * per_run if settings.in_worker else per_run
+            runs = settings.runs if settings.in_worker else 1
+            seconds += runs * (PROCESS_START_S * settings.in_worker + settings.min_run_time_s)
+            seconds += (PROFILER_PASSES_S + settings.min_run_time_s) * settings.memory  # the first run's passes
         out[study.name] = seconds
     return out
 
 
-__all__ = ["Runner", "check_measured", "estimate_seconds", "prepare_predict", "row_seconds"]
+__all__ = ["Runner", "check_measured", "estimate_seconds", "prepare_predict", "row_costs", "row_seconds"]

@@ -37,7 +37,9 @@ from vitbench.store.reader import read_store, stored_id_digits, stored_ids
 from vitbench.store.writer import now_iso
 from vitbench.sweeps.grid import ID_DIGITS, Config, Tally, check_valid, is_reference, iter_configs, tally
 from vitbench.sweeps.plan import SweepPlan, load_sweep_file, plan_from_grid
-from vitbench.sweeps.rows import Runner, check_measured, estimate_seconds, prepare_predict
+from vitbench.sweeps.progress import duration_text
+from vitbench.sweeps.remeasure import Remeasure, better
+from vitbench.sweeps.rows import Runner, check_measured, estimate_seconds, prepare_predict, row_costs
 from vitbench.sweeps.schema import SweepFileError
 from vitbench.typed_rows import typed
 from vitbench.version import __version__
@@ -203,13 +205,17 @@ def execute(
     on_start: Callable[[int, int], None] | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
     on_calibrate: Callable[[str], None] | None = None,
+    on_estimate: Callable[[Any], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> SweepResult:
     """Run ``plan`` (or one shard) into the store at ``directory``: every check first (the
-    grid, the devices, the size, the output path), then each row appended as it completes.
+    grid, the devices, the size, the output path), then each row appended as it completes,
+    then (``plan.remeasure``) the unfit measured rows once more (:mod:`vitbench.sweeps.remeasure`).
     ``options``: how the store is opened (resume, force...), exported and fsynced (default
     :class:`StoreOptions`: a new store, CSV export, group commit). ``compute`` turns
     configurations into rows (default :func:`run_local`; the GPU pool is another); the store is
-    written here, by this process alone."""
+    written here, by this process alone. ``on_estimate(costs)`` hears the rows' expected costs
+    (:func:`~vitbench.sweeps.rows.row_costs`, for an ETA), ``on_note(text)`` a phase starting."""
     options = options or StoreOptions()
     devices = check_runnable(plan, options)
     check_store_path(directory, options)  # before a py: module is imported (Store.open checks it again)
@@ -223,7 +229,12 @@ def execute(
         counted = tally(plan, shard, done) if done else size
         if on_start:
             on_start(counted.selected - counted.done, counted.done)
-        todo = (c for c in iter_configs(plan, shard, digits) if c.id not in done)
+        if on_estimate:
+            on_estimate(row_costs(plan))
+
+        second = Remeasure(plan.remeasure)
+        pending: dict[str, Config] = {}  # configurations handed to compute, by id, until their row is back
+        todo = _remembered((c for c in iter_configs(plan, shard, digits) if c.id not in done), pending)
         statuses: dict[str, int] = {}
         ran = 0
         try:
@@ -231,8 +242,11 @@ def execute(
                 store.add(row)
                 ran += 1
                 statuses[row["status"]] = statuses.get(row["status"], 0) + 1
+                second.note(pending.pop(str(row.get("id")), None), row)
                 if on_row:
                     on_row(row)
+            if second.unfit:
+                _measure_again(second, compute or run_local, store, statuses, on_row, on_note)
         except KeyboardInterrupt:  # perhaps inside a write: count what is on disk
             _sync_quietly(store)
             _export_quietly(directory, options.export)
@@ -244,6 +258,36 @@ def execute(
         out=directory, total=counted.selected, ran=ran, skipped=counted.done, statuses=statuses,
         name=plan.name, problems=list(store.problems),
     )
+
+
+def _remembered(configs: Iterator[Config], pending: dict[str, Config]) -> Iterator[Config]:
+    """``configs``, each kept in ``pending`` (by id) as it is handed out."""
+    for config in configs:
+        pending[config.id] = config
+        yield config
+
+
+def _measure_again(second: Any, compute: Callable[[Iterator[Config]], Iterator[dict[str, Any]]], store: Any,
+                   statuses: dict[str, int], on_row: Callable[[dict[str, Any]], None] | None,
+                   on_note: Callable[[str], None] | None) -> None:
+    """The second pass (:mod:`vitbench.sweeps.remeasure`): each unfit measured row measured once
+    more while the budget lasts, the attempt kept written over the first."""
+    count = len(second.unfit)
+    if on_note:
+        on_note(f"{count} measured row{'s' if count > 1 else ''} unfit to conclude from (unstable timing or a busy "
+                f"machine): measuring {'them' if count > 1 else 'it'} again, within {duration_text(second.budget_s)} "
+                f"({second.share:g} x the {duration_text(second.measured_s)} the measured rows took)")
+    started = time.monotonic()
+    for row in compute(second.configs(lambda: time.monotonic() - started)):
+        first = second.first_row(str(row.get("id")))
+        if first is None:
+            continue
+        kept = better(first, row)
+        store.add(kept)
+        statuses[first["status"]] -= 1
+        statuses[kept["status"]] = statuses.get(kept["status"], 0) + 1
+        if on_row:
+            on_row(kept)
 
 
 def run_local(configs: Iterator[Config]) -> Iterator[dict[str, Any]]:

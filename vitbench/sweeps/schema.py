@@ -84,6 +84,12 @@ class Checker:
                 out.append(item)
         return tuple(out)
 
+    def share(self, key: str, value: Any, most: float = 10.0) -> float:
+        """A number from 0 to ``most`` (a share of a time: 0.5 = half of it)."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= most:
+            raise self.fail(key, value, f"must be a number from 0 to {most:g}")
+        return float(value)
+
     def text(self, key: str, value: Any) -> str:
         if not isinstance(value, str):
             raise self.fail(key, value, "must be a string")

@@ -140,12 +140,22 @@ def probes() -> list[tuple[str, Callable[[], Any], tuple[int, ...]]]:
     return out
 
 
+#: a call lasting this many blocks or more is timed once after its warm-up call, not in ``blocks``
+#: blocks: one such call already averages over 25 blocks' worth of work (the largest matrix
+#: products of the grid: over half of a calibration's time went to timing them four times)
+LONG_CALL_BLOCKS = 25
+
+
 def median_seconds(run: Callable[[], Any], clock: Callable[[], float], threads: int, block_s: float,
-                   blocks: int = 3) -> float:
-    """Median seconds of one ``run()`` over ``blocks`` blocks of calls lasting ``block_s`` or more."""
+                   blocks: int = 3, long_once: bool = True) -> float:
+    """Median seconds of one ``run()`` over ``blocks`` blocks of calls lasting ``block_s`` or more,
+    after one warm-up call; a call whose warm-up lasted :data:`LONG_CALL_BLOCKS` blocks or more
+    (with ``long_once``): the seconds of one more call."""
     start = clock()
     run()
     once = max((clock() - start) / threads, 1e-7)
+    if long_once and once >= LONG_CALL_BLOCKS * block_s:
+        blocks = 1
     per_block = max(1, int(block_s / once))
     samples = []
     for _ in range(blocks):
@@ -156,13 +166,36 @@ def median_seconds(run: Callable[[], Any], clock: Callable[[], float], threads: 
     return statistics.median(samples)
 
 
-class OpTimer:
-    """A dispatch mode factory: ``with timer.mode():`` runs a step and times each operator."""
+def call_key(func: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+    """What an operator call's time depends on: the operator, each tensor's shape, strides, dtype
+    and device, every other argument's value. Two calls with one key do the same work."""
+    import torch
 
-    def __init__(self, clock: Callable[[], float], threads: int, block_s: float) -> None:
-        self.clock, self.threads, self.block_s = clock, threads, block_s
+    def of(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return ("tensor", tuple(value.shape), tuple(value.stride()), value.dtype, value.device.type)
+        if isinstance(value, (list, tuple)):
+            return (type(value).__name__, tuple(of(v) for v in value))
+        return repr(value)
+
+    return str(func), of(args), tuple(sorted((name, of(v)) for name, v in kwargs.items()))
+
+
+class OpTimer:
+    """A dispatch mode factory: ``with timer.mode():`` runs a step and times each operator. With
+    ``reuse``, a call like one already timed (:func:`call_key`: the same operator on tensors of
+    the same shapes, strides and dtypes, the same other arguments) takes that time again instead
+    of being timed anew: a training step repeats two thirds of its operators (its blocks, the
+    optimizer's update per parameter), and timing each copy again was most of the probes' time.
+    An inference step repeats few, and its operators' sum is what the per-operator framework
+    cost is fitted against (the step less that sum, :func:`~vitbench.timemodel.calibration.fitting.fit_steps`):
+    one timing counted three times would triple its error there, so its copies are timed anew."""
+
+    def __init__(self, clock: Callable[[], float], threads: int, block_s: float, reuse: bool = True) -> None:
+        self.clock, self.threads, self.block_s, self.reuse = clock, threads, block_s, reuse
         self.samples: list[tuple[Any, float]] = []  # (Op, seconds)
         self.in_optimizer = False
+        self._timed: dict[Any, float] = {}
 
     def mode(self):
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -175,7 +208,12 @@ class OpTimer:
                 out = func(*args, **kwargs)
                 op = describe(func, args, kwargs, out, timer.in_optimizer)
                 if op is not None:
-                    seconds = median_seconds(lambda: func(*args, **kwargs), timer.clock, timer.threads, timer.block_s)
+                    key = call_key(func, args, kwargs) if timer.reuse else None
+                    seconds = timer._timed.get(key) if key is not None else None
+                    if seconds is None:
+                        seconds = median_seconds(lambda: func(*args, **kwargs), timer.clock, timer.threads, timer.block_s)
+                        if key is not None:
+                            timer._timed[key] = seconds
                     timer.samples.append((op, seconds))
                 return out
 
@@ -194,7 +232,7 @@ def run_probe(factory: Callable[[], Any], shape: tuple[int, ...], mode: str, clo
     images = torch.randn(*shape)
     labels = torch.randint(0, 10, (shape[0],))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4) if mode == "train" else None
-    timer = OpTimer(clock, threads, block_s)
+    timer = OpTimer(clock, threads, block_s, reuse=mode == "train")
 
     def step(timed: bool = False) -> None:
         if mode == "infer":
@@ -218,7 +256,9 @@ def run_probe(factory: Callable[[], Any], shape: tuple[int, ...], mode: str, clo
 
     step()
     step()  # the optimizer's state exists from here on: steady state
-    step_s = median_seconds(step, clock, threads, block_s * 4, blocks=5)
+    # the whole step in 5 blocks even when long: the framework cost is fitted to the step less its
+    # operators' sum, a difference that would carry one call's noise whole
+    step_s = median_seconds(step, clock, threads, block_s * 4, blocks=5, long_once=False)
     step(timed=True)
     return timer.samples, step_s
 
@@ -231,12 +271,21 @@ class _null:
         return False
 
 
-def time_probes(clock: Callable[[], float] = time.process_time, threads: int = 1, block_s: float = 0.002):
-    """Operator samples and step timings of every probe, inference and training."""
+def probe_steps() -> list[str]:
+    """The labels of :func:`time_probes`' steps, in order (for progress)."""
+    return [f"probe {name}, {mode}" for name, _, _ in probes() for mode in ("infer", "train")]
+
+
+def time_probes(clock: Callable[[], float] = time.process_time, threads: int = 1, block_s: float = 0.002,
+                on_step: Callable[[str], None] | None = None):
+    """Operator samples and step timings of every probe, inference and training; ``on_step(label)``
+    as each starts (:func:`probe_steps`)."""
     samples: list[tuple[Any, float]] = []
     steps: list[StepTiming] = []
     for name, factory, shape in probes():
         for mode in ("infer", "train"):
+            if on_step is not None:
+                on_step(f"probe {name}, {mode}")
             ops, step_s = run_probe(factory, shape, mode, clock, threads, block_s)
             samples.extend(ops)
             steps.append(StepTiming(name, mode, step_s, sum(s for _, s in ops), len(ops),
@@ -262,14 +311,25 @@ CONV_LIST = (
 )
 
 
-def time_kernels(clock: Callable[[], float] = time.process_time, threads: int = 1, block_s: float = 0.002):
+def kernel_steps() -> list[str]:
+    """The labels of :func:`time_kernels`' steps, in order (for progress)."""
+    return [f"attention kernels ({len(ATTENTION_GRID)} shapes, forward and backward)",
+            f"convolutions ({len(CONV_LIST)} layers, forward and backward)"]
+
+
+def time_kernels(clock: Callable[[], float] = time.process_time, threads: int = 1, block_s: float = 0.002,
+                 on_step: Callable[[str], None] | None = None):
     """Operator samples of the designed grids: attention (fused kernel, forward and backward) and
-    convolutions (forward and backward), each run for real under :class:`OpTimer`."""
+    convolutions (forward and backward), each run for real under :class:`OpTimer`; ``on_step(label)``
+    as each grid starts (:func:`kernel_steps`)."""
     import torch
     import torch.nn.functional as F
 
     timer = OpTimer(clock, threads, block_s)
     torch.manual_seed(0)
+    attention, convolutions = kernel_steps()
+    if on_step is not None:
+        on_step(attention)
     for batch_heads, tokens, head_dim in ATTENTION_GRID:
         q, k, v = (torch.randn(batch_heads, tokens, head_dim, requires_grad=True) for _ in range(3))
         with timer.mode():
@@ -277,6 +337,8 @@ def time_kernels(clock: Callable[[], float] = time.process_time, threads: int = 
             out.backward(torch.ones_like(out))
         with torch.inference_mode(), timer.mode():
             F.scaled_dot_product_attention(q.detach(), k.detach(), v.detach())
+    if on_step is not None:
+        on_step(convolutions)
     for batch, channels, size, out_channels, kernel, stride, groups in CONV_LIST:
         x = torch.randn(batch, channels, size, size, requires_grad=channels > 3)
         w = torch.randn(out_channels, channels // groups, kernel, kernel, requires_grad=True)

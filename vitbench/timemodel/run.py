@@ -26,6 +26,7 @@ from vitbench.results import Records
 from vitbench.row_warnings import warning
 from vitbench.specs.limits import MAX_TRACED_BLOCKS, too_many_blocks
 from vitbench.timemodel.cached_models import resolve_cached
+from vitbench.timemodel.calibration import CPU_CALIBRATION_TIME
 from vitbench.timemodel.calibration.cache import cache_path, load, save
 from vitbench.timemodel.calibration.schema import PRECISION_DTYPES, Calibration, CalibrationError, busy_warnings
 from vitbench.timemodel.calibration.worker import calibrate, default_threads
@@ -85,7 +86,8 @@ def resolve_calibration(device: str = "cpu", threads: int | None = None, precisi
     is calibrated in its place). Otherwise the cache
     (:func:`~vitbench.timemodel.calibration.cache.cache_dir`) is read, or the device calibrated on
     first use and the result saved there. ``on_calibrate(message)`` hears when a calibration
-    starts (it takes about half a minute)."""
+    starts (:data:`~vitbench.timemodel.calibration.CPU_CALIBRATION_TIME`) and as each of its steps
+    starts ('calibration [3/20] matrix products, float32, m = 64 (25 shapes)')."""
     found, warnings = _resolve_calibration(device, threads, precisions, calibration, recalibrate, on_calibrate)
     if isinstance(found, Calibration):  # one measured while other processes held the cores says so
         warnings = [*warnings, *busy_warnings(found)]
@@ -132,8 +134,9 @@ def _resolve_calibration(device: str, threads: int | None, precisions: Iterable[
             warnings.append(warning("calibration-refused", f"cached calibration {path} refused ({exc}); recalibrated"))
     if on_calibrate is not None:
         on_calibrate(f"calibrating the CPU at {threads} thread{'s' if threads > 1 else ''} "
-                     f"(once per machine, thread count and torch version; about 30 s); it will be saved to {path}")
-    made = calibrate("cpu", threads, tuple(sorted(precisions)))
+                     f"(once per machine, thread count and torch version; {CPU_CALIBRATION_TIME}); "
+                     f"it will be saved to {path}")
+    made = calibrate("cpu", threads, tuple(sorted(precisions)), on_step=_calibration_steps(on_calibrate))
 
     try:
         save(made, path)
@@ -142,6 +145,13 @@ def _resolve_calibration(device: str, threads: int | None, precisions: Iterable[
         warnings.append(warning("calibration-not-saved", f"calibration not saved to {path}: {reason}",
                                 "it is made again on the next prediction; make the cache folder writable"))
     return made, warnings
+
+
+def _calibration_steps(on_calibrate: Callable[[str], None] | None) -> Callable[[int, int, str], None] | None:
+    """A calibration's steps told to ``on_calibrate`` as lines: 'calibration [3/20] ...'."""
+    if on_calibrate is None:
+        return None
+    return lambda done, total, label: on_calibrate(f"calibration [{done + 1}/{total}] {label}")
 
 
 def _check_given(found: Calibration, device: str, threads: int | None, name: str) -> None:

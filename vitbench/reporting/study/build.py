@@ -29,6 +29,7 @@ from vitbench.reporting.study import (
 )
 from vitbench.reporting.study.context import Report, ReportResult
 from vitbench.reporting.study.environment import environment_lines
+from vitbench.reporting.study.measured import overview
 from vitbench.results import atomic_write_text
 
 CONVENTIONS = (
@@ -114,6 +115,10 @@ def build(report: Report, command: str, out: Path | None = None) -> str:
     if meta.get("description"):
         body.add(meta["description"])
     body.add(reproduce_line(command, out or report.out))
+
+    stability = overview(report.records)
+    if stability:  # on the first screen: whether the measured rows can be concluded from, and why not
+        body.add(stability)
     points = summary(firsts, len(report.conclusions))
     if points:
         body.heading(2, "Summary")

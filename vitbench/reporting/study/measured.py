@@ -163,6 +163,49 @@ def _pairs(report: Report, rows: list[dict[str, Any]]) -> bool:
     return True
 
 
+def _withheld_reasons(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """How many measured rows each reason withholds: busy machine, shared GPU, unstable timing."""
+    reasons: dict[str, int] = {}
+    for r in rows:
+        for part in (instability(r) or "").split("; "):
+            if part:
+                head = next((k for k in ("busy machine", "shared GPU") if k in part), "unstable timing")
+                reasons[head] = reasons.get(head, 0) + 1
+    return reasons
+
+
+def _load_note(rows: list[dict[str, Any]]) -> str:
+    """' Other processes kept a median 3.1 of 2 cores busy while they ran.' (or '')."""
+    busy = [num(r.get("machine_busy_cores")) for r in rows if num(r.get("machine_busy_cores")) is not None]
+    cpus = next((num(r.get("machine_cpus")) for r in rows if num(r.get("machine_cpus"))), None)
+    if not busy or not cpus:
+        return ""
+    return f" Other processes kept a median {statistics.median(busy):.1f} of {cpus:g} cores busy while they ran."
+
+
+def overview(records: list[dict[str, Any]]) -> str | None:
+    """The report's first-screen line about its measured rows: how many are stable enough to
+    conclude from and, when some or all are not, why (the reasons counted, and how busy the
+    machine was); None without measured rows."""
+    rows = measured(records)
+    if not rows:
+        return None
+    unfit = sum(1 for r in rows if instability(r))
+    again = sum(1 for r in rows if (num(r.get("attempts")) or 1) > 1)
+    clock = clock_note(rows).strip()
+    how = f" (timed by {clock[1:-1]})" if clock else ""
+    told = ", ".join(f"{what}: {count}" for what, count in sorted(_withheld_reasons(rows).items(), key=lambda kv: -kv[1]))
+    remeasured = f"; {again} measured twice, the steadier attempt kept" if again else ""
+    if not unfit:
+        return f"**Measured rows:** all {len(rows)} are stable enough to conclude from{how}{remeasured}."
+    if unfit == len(rows):
+        return (f"**Measured rows:** none of the {len(rows)} is stable enough to conclude from{how}, so this report "
+                f"draws no measured conclusion ({told}{remeasured}).{_load_note(rows)} Rerun `vitbench report` on a "
+                "quieter machine for measured conclusions; every other section stands as it is.")
+    return (f"**Measured rows:** {len(rows) - unfit} of {len(rows)} are stable enough to conclude from{how}; {unfit} "
+            f"withheld ({told}{remeasured}), each with its reason in the measured section.{_load_note(rows)}")
+
+
 def section(report: Report) -> bool:
     rows = measured(report.records)
     if not rows:
