@@ -30,6 +30,12 @@ def test_the_eta_scales_the_estimate_by_the_pace_of_the_rows_done():
     assert eta_weighted(COSTS, spent, done, 10) == pytest.approx(10 * 36.0)  # 3 x its 12 s estimate
 
 
+def test_counted_rows_faster_than_estimated_do_not_shorten_the_measured_rows():
+    # counted rows at a fifth of their estimate (at rest: tracing is quicker than its rough cost);
+    # the measured rows still to come are a worker process each: their estimate, not a fifth of it
+    assert eta_weighted(COSTS, {"counted": 16.0}, {"counted": 40}, 20) == pytest.approx(240.0)
+
+
 def test_the_eta_uses_the_kind_of_row_before_all_rows():
     costs = RowCosts(seconds={"c": 1.0, "m1": 10.0, "m2": 10.0}, rows={"c": 10, "m1": 2, "m2": 2},
                      measured=frozenset({"m1", "m2"}))

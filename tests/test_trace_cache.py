@@ -155,3 +155,17 @@ def test_an_entry_round_trips_and_carries_its_checksum(tmp_path, monkeypatch):
     assert set(data) == {"format", "key", "ops", "sha256"} and len(data["sha256"]) == 64
     assert trace_cache.read("k") == ops
     assert os.stat(tmp_path / "k.json.gz").st_size < 1000
+
+
+def test_a_refusal_met_outside_a_prediction_is_not_carried_into_the_next_predictions_rows(tmp_path, monkeypatch):
+    """A refused entry read by another caller (one that never takes its warnings) is not this
+    prediction's: its rows carry only what their own trace refused (seen: a FIFO read by one test
+    showed up in the rows of the next test's predictions in the same process)."""
+    import vitbench
+    from vitbench.timemodel import trace_cache
+
+    monkeypatch.setenv("VITBENCH_TRACE_DIR", str(tmp_path))
+    os.mkfifo(tmp_path / "elsewhere.json.gz")
+    assert trace_cache.read("elsewhere") is None  # refused, its warning left for nobody
+    rows = list(vitbench.predict("mnist-vit", device="h100,l4", batch_size=2, trace_cache=True))
+    assert [w["message"] for r in rows for w in r["warnings"] if w["code"] == "trace-cache-refused"] == []

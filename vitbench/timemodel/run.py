@@ -45,7 +45,7 @@ from vitbench.timemodel.prediction_rows import (
     trace_warnings,
 )
 from vitbench.timemodel.prices import device_prices
-from vitbench.timemodel.trace_cache import cached_trace, take_refused
+from vitbench.timemodel.trace_cache import cached_trace, refusals
 from vitbench.typed_rows import PredictionRow
 from vitbench.version import __version__
 
@@ -309,16 +309,17 @@ def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str |
                 **context.environment}
     device_type = "cpu" if device == "cpu" else "cuda"
     if device_type not in traces:
-        try:
-            traces[device_type] = traced_ops(target, batch, run_mode, prec, settings.optimizer, device_type,
-                                             settings.reparam, settings.trace_cache)
-        # the model's code failing (its forward, its backward on fake tensors) becomes its row, the
-        # traceback kept in it; vitbench's own exception ends the command (exit 3)
-        except ModelError as exc:
-            traces[device_type] = exc
+        with refusals() as refused:  # the cache entries this trace refused: this row's warnings
+            try:
+                traces[device_type] = traced_ops(target, batch, run_mode, prec, settings.optimizer, device_type,
+                                                 settings.reparam, settings.trace_cache)
+            # the model's code failing (its forward, its backward on fake tensors) becomes its row, the
+            # traceback kept in it; vitbench's own exception ends the command (exit 3)
+            except ModelError as exc:
+                traces[device_type] = exc
+        row_warnings.extend(refused)
     ops = traces[device_type]
 
-    row_warnings.extend(take_refused())
     if isinstance(ops, ModelForwardError):  # the model's own forward failed: the user's to fix (exit 2)
         return {**row, "status": "refused", "error": ops.detail, "pred_basis": cal.label, "warnings": row_warnings,
                 **context.environment}

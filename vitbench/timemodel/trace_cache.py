@@ -28,12 +28,14 @@ them), a few KB each.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import gzip
 import hashlib
 import json
 import os
 import re
 import zlib
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -202,21 +204,45 @@ def load_entry(path: Path, key: str) -> list[Op]:
     return [_op(values, dtypes, seen) for values in data["ops"]]
 
 
-#: the entries refused since :func:`take_refused` last ran (warnings as data: ``predict`` puts
-#: them in its rows; at most the last 100 are kept for a caller that never asks)
+#: the entries refused since :func:`take_refused` last ran, outside any :func:`refusals` block
+#: (at most the last 100 are kept for a caller that never asks)
 _REFUSED: list[dict[str, str]] = []
+#: the list of the innermost :func:`refusals` block of this thread or task, if any
+_COLLECTING: contextvars.ContextVar[list[dict[str, str]] | None] = contextvars.ContextVar("trace_refusals", default=None)
 
 
 def _warn(path: Path, reason: str) -> None:
     """Remember a refused entry as a warning (no control character, no line break, whatever the
     path holds): the rows of the prediction that traced again carry it."""
     message = terminal_text(f"trace cache entry {path} refused ({reason[:300]})", keep="")
+    collecting = _COLLECTING.get()
+    if collecting is not None:
+        collecting.append(warning("trace-cache-refused", message, "traced again; nothing to do"))
+        return
     _REFUSED.append(warning("trace-cache-refused", message, "traced again; nothing to do"))
     del _REFUSED[:-100]
 
 
+@contextlib.contextmanager
+def refusals() -> Iterator[list[dict[str, str]]]:
+    """A list that receives the warnings of the entries refused inside the block, and only those:
+    a prediction's rows carry what its own trace met, never what an earlier read in the process
+    (another call, another thread) left behind.
+
+    >>> with refusals() as refused:  # doctest: +SKIP
+    ...     ops = cached_trace(...)
+    """
+    collected: list[dict[str, str]] = []
+    token = _COLLECTING.set(collected)
+    try:
+        yield collected
+    finally:
+        _COLLECTING.reset(token)
+
+
 def take_refused() -> list[dict[str, str]]:
-    """The warnings of the entries refused since the last call (and forget them)."""
+    """The warnings of the entries refused outside a :func:`refusals` block since the last call
+    (and forget them)."""
     taken = list(_REFUSED)
     _REFUSED.clear()
     return taken
@@ -290,4 +316,4 @@ def cached_traces(target: Any, batches: tuple[int, ...], mode: str, precision: s
 
 
 __all__ = ["FORMAT", "MAX_COUNT", "StaleEntry", "cache_key", "cached_trace", "cached_traces", "checksum", "library_versions", "load_entry", "read",
-           "take_refused", "trace_dir", "write"]
+           "refusals", "take_refused", "trace_dir", "write"]
