@@ -14,7 +14,10 @@ Blocks in other languages (yaml, text, plain fences) are documentation, not exam
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,8 +58,63 @@ def pages() -> list[Path]:
     return [README, *(DOCS_INDEX.parent / name for name in dict.fromkeys(linked))]
 
 
+#: pages whose examples neither read nor write a file another page's examples use: they run in a
+#: test file of their own (tests/test_readme_measuring.py), in their own scratch folder, so that
+#: pytest-xdist can run them beside the rest (the profile examples alone take ~9 minutes in CI)
+SEPARATE_PAGES = ("measuring.md",)
+
+
 def all_examples() -> list[Example]:
     return [example for page in pages() for example in examples(page)]
+
+
+def chained_examples() -> list[Example]:
+    """Every page's examples but :data:`SEPARATE_PAGES`', in reading order (one scratch folder)."""
+    return [e for e in all_examples() if e.path.name not in SEPARATE_PAGES]
+
+
+def page_examples(name: str) -> list[Example]:
+    """The examples of ``docs/<name>``, in order."""
+    return examples(DOCS_INDEX.parent / name)
+
+
+#: one example may take this long (the default study on a busy CI runner)
+TIMEOUT_S = 1800
+
+
+def make_scratch(folder: Path) -> Path:
+    """``folder`` standing in for the repository root: the examples' own files are written there,
+    and ``benchmarks/`` (the committed baselines the gate example reads) is the repository's."""
+    (folder / "benchmarks").symlink_to(ROOT / "benchmarks")
+    return folder
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env.update(CI="true", MPLBACKEND="Agg", PYTHONUNBUFFERED="1")
+    return env
+
+
+def run_example(example: Example, scratch: Path) -> None:
+    """Run one example verbatim in ``scratch`` (skip it with its reason; write a ``file`` one);
+    an AssertionError with its output when it exits other than it should."""
+    import pytest
+
+    if example.action == "skip":
+        pytest.skip(f"{example.where}: {example.argument}")
+    if example.action == "file":
+        (scratch / example.argument).write_text(example.code, encoding="utf-8")
+        return
+    if example.language == "bash":
+        argv = ["bash", "-euo", "pipefail", "-c", example.code]
+    else:
+        argv = [sys.executable, "-c", example.code]
+    proc = subprocess.run(argv, cwd=scratch, env=_environment(), capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert proc.returncode == example.exit_code, (
+        f"{example.where} exited {proc.returncode} (expected {example.exit_code}):\n"
+        f"--- stdout ---\n{proc.stdout[-3000:]}\n--- stderr ---\n{proc.stderr[-3000:]}"
+    )
 
 
 def examples(path: Path = README) -> list[Example]:

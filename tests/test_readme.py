@@ -1,5 +1,6 @@
 """Every example in the README and in docs/*.md runs verbatim (issue 12), in reading order, in one
-scratch folder.
+scratch folder (the pages of ``readme_examples.SEPARATE_PAGES`` in their own, in
+tests/test_readme_measuring.py).
 
 The examples run the real `vitbench` command of this environment; they take minutes (the default
 study, sweeps, measurements), so they are marked slow: `pytest tests/ -m slow` (CI runs it).
@@ -7,37 +8,23 @@ study, sweeps, measurements), so they are marked slow: `pytest tests/ -m slow` (
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from readme_examples import DOCS_INDEX, README, ROOT, all_examples, pages
+from readme_examples import DOCS_INDEX, README, SEPARATE_PAGES, all_examples, chained_examples, make_scratch, pages, run_example
 
-EXAMPLES = all_examples()
-TIMEOUT_S = 1800
+EXAMPLES = chained_examples()
 
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory) -> Path:
-    """A scratch folder standing in for the repository root: the examples' own files are written
-    there, and ``benchmarks/`` (the committed baselines the gate example reads) is the repository's."""
-    folder = tmp_path_factory.mktemp("readme")
-    (folder / "benchmarks").symlink_to(ROOT / "benchmarks")
-    return folder
-
-
-def _environment() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env.update(CI="true", MPLBACKEND="Agg", PYTHONUNBUFFERED="1")
-    return env
+    return make_scratch(tmp_path_factory.mktemp("readme"))
 
 
 def test_the_readme_has_examples_and_every_skip_says_why():
-    assert len([e for e in EXAMPLES if e.action == "run"]) >= 10
-    assert [e for e in EXAMPLES if e.action in ("skip", "file") and not e.argument] == []
+    every = all_examples()
+    assert len([e for e in every if e.action == "run"]) >= 10
+    assert [e for e in every if e.action in ("skip", "file") and not e.argument] == []
 
 
 def test_every_docs_page_is_in_the_reading_order_and_the_readme_is_short():
@@ -46,27 +33,26 @@ def test_every_docs_page_is_in_the_reading_order_and_the_readme_is_short():
     listed = set(pages())
     assert {p for p in DOCS_INDEX.parent.glob("*.md") if p != DOCS_INDEX} <= listed
     assert all(p.exists() for p in listed)
+    assert {p.name for p in listed} >= set(SEPARATE_PAGES)
     assert len(README.read_text(encoding="utf-8").splitlines()) < 300
     assert [e for e in EXAMPLES if e.path == README and e.action == "run"], "the README's quickstart runs"
+
+
+def test_the_pages_run_apart_write_no_file_the_others_read():
+    """A page run in its own scratch folder writes no output file (``-o``, ``--out``, ``--save``)
+    that the chained pages' examples could read."""
+    import re
+
+    from readme_examples import page_examples
+
+    written = re.compile(r"(?:-o|--out|--save|--store)\s+(\S+)")
+    for name in SEPARATE_PAGES:
+        for example in page_examples(name):
+            assert written.findall(example.code) == [], example.where
 
 
 @pytest.mark.slow
 @pytest.mark.unsampled  # each example builds on the files the ones before it wrote
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.label for e in EXAMPLES])
 def test_readme_example_runs_verbatim(example, scratch):
-    if example.action == "skip":
-        pytest.skip(f"{example.where}: {example.argument}")
-    if example.action == "file":
-        (scratch / example.argument).write_text(example.code, encoding="utf-8")
-        return
-    if example.language == "bash":
-        argv = ["bash", "-euo", "pipefail", "-c", example.code]
-    else:
-        argv = [sys.executable, "-c", example.code]
-    proc = subprocess.run(
-        argv, cwd=scratch, env=_environment(), capture_output=True, text=True, timeout=TIMEOUT_S
-    )
-    assert proc.returncode == example.exit_code, (
-        f"{example.where} exited {proc.returncode} (expected {example.exit_code}):\n"
-        f"--- stdout ---\n{proc.stdout[-3000:]}\n--- stderr ---\n{proc.stderr[-3000:]}"
-    )
+    run_example(example, scratch)

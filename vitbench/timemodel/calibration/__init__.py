@@ -39,4 +39,4 @@ of this form.
 
 #: how long a CPU calibration takes, as help texts and the first prediction state it (measured:
 #: docs/time.md, "How long a calibration takes")
-CPU_CALIBRATION_TIME = "about a minute on an idle 2-core CPU, several times longer while other processes use the cores"
+CPU_CALIBRATION_TIME = "under a minute on an idle 2-core CPU, several times longer while other processes use the cores"
