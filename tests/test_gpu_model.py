@@ -5,6 +5,7 @@ recover a model it did not see from data made with known parameters."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -432,3 +433,24 @@ def test_attention_on_five_dimensional_tensors_is_priced_as_the_math_path():
     tensors = 4 * 2 * 3 * 64 * 8 * 2            # q, k, v and the output, fp16: the same in both
     maps = 2 * 3 * 4 * 16 * 16 * 2              # the 16 x 16 maps of every block and head, fp16
     assert fused_op.bytes == tensors and math_op.bytes == tensors + 4 * maps
+
+
+def test_channels_last_is_asked_for_and_prices_convolutions_without_cudnns_relayout(tmp_path):
+    """``channels_last=True`` (``predict --channels-last``, as ``profile --channels-last`` and
+    NVIDIA's AMP CNN benchmarks run) traces the model in NHWC: the same MACs, and a half-precision
+    convolution on a GPU pays none of cuDNN's NCHW relayout passes, so the convolutions cost less."""
+    from vitbench.cli import main
+
+    asked = dict(device="a100", batch_size=2, precision="bf16")
+    nchw = vitbench.predict("slides-cnn", **asked)[0]
+    nhwc = vitbench.predict("slides-cnn", channels_last=True, **asked)[0]
+    assert nhwc["channels_last"] is True and "channels_last" not in nchw
+    assert nhwc["macs"] == nchw["macs"] and nhwc["params"] == nchw["params"]
+    assert 0 < nhwc["pred_conv_s"] < nchw["pred_conv_s"]
+    with pytest.raises(SpecError) as caught:
+        vitbench.PredictSettings(channels_last="yes")
+    assert caught.value.field == "channels_last"
+    out = tmp_path / "rows.json"
+    assert main(["predict", "slides-cnn", "--device", "a100", "--precision", "bf16", "--channels-last", "-q",
+                 "--format", "json", "-o", str(out)]) == 0
+    assert [row["channels_last"] for row in json.loads(out.read_text())["records"]] == [True]

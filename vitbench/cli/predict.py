@@ -47,7 +47,7 @@ def register(subparsers) -> None:
     parser.add_argument("--device", default="cpu", metavar="DEVICE[,DEVICE...]",
                         help="what to predict for (default cpu): cpu, cuda (this machine's GPU) or GPUs from "
                         "`vitbench devices`, comma-separated (one trace, priced per device)")
-    add_run_arguments(parser, fields=("mode", "batch_size", "threads", "optimizer"), title="the step")
+    add_run_arguments(parser, fields=("mode", "batch_size", "threads", "optimizer", "channels_last"), title="the step")
     parser.add_argument("--precision", type=choice_list("precision", PREDICT_PRECISIONS), metavar="PRECISION",
                         help="fp32, tf32 (GPU: TF32 tensor cores for matrix products), bf16 or fp16 "
                         "(autocast; fp16 needs a GPU), comma-separated (default fp32)")
@@ -117,6 +117,7 @@ def predict_settings(args, settings: dict) -> PredictSettings:
         device=args.device, mode=settings.get("mode", "infer"), batch_size=settings.get("batch_size", 1),
         precision=args.precision or "fp32", optimizer=settings.get("optimizer", "adamw"), reparam=args.reparam,
         trace_cache=not args.no_trace_cache, host_dispatch=args.host_dispatch, threads=settings.get("threads"),
+        channels_last=bool(settings.get("channels_last", False)),
         calibration=args.calibration, recalibrate=args.recalibrate, epochs=args.epochs, dataset_size=args.dataset_size,
         price_per_hour=args.price_per_hour, prices_file=args.prices, measured=args.measured,
     )

@@ -158,6 +158,9 @@ class PredictSettings(KeywordSettings):
         measured: profile rows, or a results file of them: a configuration measured there is
             costed from its measured step (``pred_ratio`` = predicted / measured).
         reparam: the model in its deployed form (timm's ``reparameterize_model``).
+        channels_last: the model and its images in channels-last memory format (NHWC), as
+            ``profile --channels-last`` and NVIDIA's AMP CNN benchmarks run them: on a GPU, a
+            half-precision convolution then pays none of cuDNN's NCHW relayout passes.
         trace_cache: use the trace and question caches (False: trace and resolve again).
         host_dispatch: a GPU host's time per operator: None / ``"default"`` (the documented
             host), ``"measured"`` (this machine's) or a time such as ``"12us"``.
@@ -179,6 +182,7 @@ class PredictSettings(KeywordSettings):
     reparam: bool = False
     trace_cache: bool = True
     host_dispatch: Any = None
+    channels_last: bool = False
 
     def __post_init__(self) -> None:
         devices = tuple(check_devices(self.device))
@@ -191,7 +195,7 @@ class PredictSettings(KeywordSettings):
         device_prices(self.price_per_hour, devices)  # the prices given here (a price file is read when it runs)
         self._check_threads()
         check_precisions(devices, self.precision)
-        for name in ("reparam", "recalibrate", "trace_cache"):
+        for name in ("reparam", "recalibrate", "trace_cache", "channels_last"):
             check_flag(name, getattr(self, name))
         check_training_cost(self.epochs, self.dataset_size, self.price_per_hour, "price_per_hour")
         if parse_host_dispatch(self.host_dispatch) is not None and devices == ("cpu",):

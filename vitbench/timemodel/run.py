@@ -179,18 +179,19 @@ _OPS_CACHE: dict[Any, list] = {}
 
 
 def traced_ops(target: Any, batch_size: int, mode: str, precision: str, optimizer: str, device_type: str = "cpu",
-               reparam: bool = False, trace_cache: bool = True) -> list:
+               reparam: bool = False, trace_cache: bool = True, channels_last: bool = False) -> list:
     """The operators of one step (:func:`~vitbench.timemodel.ops.trace_target_ops`), remembered
     per configuration in this process and, for models named by a stable reference, on disk
-    (:mod:`vitbench.timemodel.trace_cache`)."""
+    (:mod:`vitbench.timemodel.trace_cache`). ``channels_last``: the model and its images in
+    channels-last memory format."""
     traced_precision = "fp32" if precision == "tf32" else precision
     key = (target, id(target.module) if target.module is not None else None, batch_size, mode, traced_precision,
-           optimizer, device_type, reparam)
+           optimizer, device_type, reparam, channels_last)
     if key not in _OPS_CACHE:
         if len(_OPS_CACHE) > 256:
             _OPS_CACHE.clear()
         _OPS_CACHE[key] = cached_trace(target, batch_size, mode, traced_precision, optimizer, device_type, reparam,
-                                       use_cache=trace_cache)
+                                       use_cache=trace_cache, channels_last=channels_last)
     return _OPS_CACHE[key]
 
 
@@ -303,6 +304,8 @@ def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str |
     settings = context.settings
     row = row_head(target, batch, device, run_mode, prec, settings.optimizer, cal, settings.reparam, context.counts,
                    row_warnings, settings.trace_cache)
+    if settings.channels_last:
+        row["channels_last"] = True
     started = time.perf_counter()
     if refusal is not None:  # decided from the spec: nothing is built
         return {**row, "status": "refused", "error": refusal, "pred_basis": cal.label, "warnings": row_warnings,
@@ -312,7 +315,7 @@ def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str |
         with refusals() as refused:  # the cache entries this trace refused: this row's warnings
             try:
                 traces[device_type] = traced_ops(target, batch, run_mode, prec, settings.optimizer, device_type,
-                                                 settings.reparam, settings.trace_cache)
+                                                 settings.reparam, settings.trace_cache, settings.channels_last)
             # the model's code failing (its forward, its backward on fake tensors) becomes its row, the
             # traceback kept in it; vitbench's own exception ends the command (exit 3)
             except ModelError as exc:
