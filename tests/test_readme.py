@@ -8,10 +8,21 @@ study, sweeps, measurements), so they are marked slow: `pytest tests/ -m slow` (
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
-from readme_examples import DOCS_INDEX, README, SEPARATE_PAGES, all_examples, chained_examples, make_scratch, pages, run_example
+from readme_examples import (
+    DOCS_INDEX,
+    README,
+    SEPARATE_PAGES,
+    all_examples,
+    chained_examples,
+    make_scratch,
+    page_examples,
+    pages,
+    run_example,
+)
 
 EXAMPLES = chained_examples()
 
@@ -41,10 +52,6 @@ def test_every_docs_page_is_in_the_reading_order_and_the_readme_is_short():
 def test_the_pages_run_apart_write_no_file_the_others_read():
     """A page run in its own scratch folder writes no output file (``-o``, ``--out``, ``--save``)
     that the chained pages' examples could read."""
-    import re
-
-    from readme_examples import page_examples
-
     written = re.compile(r"(?:-o|--out|--save|--store)\s+(\S+)")
     for name in SEPARATE_PAGES:
         for example in page_examples(name):

@@ -204,30 +204,25 @@ def load_entry(path: Path, key: str) -> list[Op]:
     return [_op(values, dtypes, seen) for values in data["ops"]]
 
 
-#: the entries refused since :func:`take_refused` last ran, outside any :func:`refusals` block
-#: (at most the last 100 are kept for a caller that never asks)
-_REFUSED: list[dict[str, str]] = []
 #: the list of the innermost :func:`refusals` block of this thread or task, if any
 _COLLECTING: contextvars.ContextVar[list[dict[str, str]] | None] = contextvars.ContextVar("trace_refusals", default=None)
 
 
 def _warn(path: Path, reason: str) -> None:
-    """Remember a refused entry as a warning (no control character, no line break, whatever the
-    path holds): the rows of the prediction that traced again carry it."""
-    message = terminal_text(f"trace cache entry {path} refused ({reason[:300]})", keep="")
+    """A refused entry as a warning (no control character, no line break, whatever the path
+    holds) for the :func:`refusals` block it was met in: the rows of the prediction that traced
+    again carry it. Outside a block no row would, and it is not kept."""
     collecting = _COLLECTING.get()
     if collecting is not None:
+        message = terminal_text(f"trace cache entry {path} refused ({reason[:300]})", keep="")
         collecting.append(warning("trace-cache-refused", message, "traced again; nothing to do"))
-        return
-    _REFUSED.append(warning("trace-cache-refused", message, "traced again; nothing to do"))
-    del _REFUSED[:-100]
 
 
 @contextlib.contextmanager
 def refusals() -> Iterator[list[dict[str, str]]]:
     """A list that receives the warnings of the entries refused inside the block, and only those:
     a prediction's rows carry what its own trace met, never what an earlier read in the process
-    (another call, another thread) left behind.
+    (another call, another thread) met.
 
     >>> with refusals() as refused:  # doctest: +SKIP
     ...     ops = cached_trace(...)
@@ -240,18 +235,10 @@ def refusals() -> Iterator[list[dict[str, str]]]:
         _COLLECTING.reset(token)
 
 
-def take_refused() -> list[dict[str, str]]:
-    """The warnings of the entries refused outside a :func:`refusals` block since the last call
-    (and forget them)."""
-    taken = list(_REFUSED)
-    _REFUSED.clear()
-    return taken
-
-
 def read(key: str) -> list[Op] | None:
     """The cached operators for ``key``, or None: absent (silently), or not a valid entry
     (:func:`load_entry`: not a regular file, over :data:`MAX_ENTRY_BYTES` packed or 8 times that
-    unpacked, damaged, tampered, stale), with a warning (:func:`take_refused`); the caller traces again."""
+    unpacked, damaged, tampered, stale), with a warning (:func:`refusals`); the caller traces again."""
     path = trace_dir() / f"{key}.json.gz"
     if not os.path.lexists(path):
         return None
@@ -316,4 +303,4 @@ def cached_traces(target: Any, batches: tuple[int, ...], mode: str, precision: s
 
 
 __all__ = ["FORMAT", "MAX_COUNT", "StaleEntry", "cache_key", "cached_trace", "cached_traces", "checksum", "library_versions", "load_entry", "read",
-           "refusals", "take_refused", "trace_dir", "write"]
+           "refusals", "trace_dir", "write"]
