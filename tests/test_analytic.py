@@ -94,6 +94,54 @@ def test_attention_share_and_elementwise_kept_apart():
     assert c.macs == sum(c.macs_by_component.values())  # element-wise work not in MACs
 
 
+def test_a_cnns_attention_is_zero_and_a_record_has_every_component():
+    from vitbench.analytic import Complexity
+    from vitbench.specs import PlainCNNSpec
+
+    # a plain CNN on 1 x 8 x 8 (3x3 conv to 2 channels: 2 x 64 x 9 = 1,152 MACs; linear 32 -> 5:
+    # 160; linear 5 -> 3: 15): no attention matmuls, so none of its MACs are attention's
+    spec = PlainCNNSpec(img_size=(8, 8), in_chans=1, num_classes=3, stages=((2,),), fc_dims=(5,))
+    c = complexity(spec)
+    assert (c.macs, c.attention_matmul_macs, c.attention_matmul_share) == (1_152 + 160 + 15, 0, 0.0)
+    record = complexity(resolve("vit-b/16"), 2).as_record()
+    # one macs_<component> column per component, each the batch's MACs of that component
+    assert record["macs_attn_scores"] == record["macs_attn_values"] == 2 * 12 * 29_805_312
+    assert sum(v for k, v in record.items() if k.startswith("macs_")) == record["macs"] == 2 * 17_563_828_224
+    # a record of no work (the guard against dividing by zero MACs)
+    empty = Complexity(spec=spec, batch_size=1, params=0, macs=0, macs_by_component={}, elementwise_by_kind={})
+    assert empty.attention_matmul_share == 0.0
+    # frozen, and hashable although its per-component dicts are not: equal counts are one set element
+    assert len({complexity(spec), complexity(spec)}) == 1
+
+
+def test_an_identity_record_is_the_rows_identity_then_its_analytic_figures():
+    from vitbench.analytic.identity import identity_record
+    from vitbench.errors import SpecError
+    from vitbench.specs.target import Target
+
+    # 32 x 32 image, 16 x 16 patches: N = 4, n = 5 (class token), d = 8, L = 2, m = 32, K = 1000.
+    # params: patch 3 x 256 x 8 + 8 = 6,152; class 8; positions 5 x 8 = 40; a block: norms 32,
+    # qkv 8 x 24 + 24 = 216, proj 72, fc1 288, fc2 264 = 872, twice 1,744; final norm 16;
+    # head 8,000 + 1,000: 16,960. MACs an image: patch 4 x 768 x 8 = 24,576; a layer qkv 960 +
+    # scores 200 + values 200 + proj 320 + fc1 1,280 + fc2 1,280 = 4,240, twice 8,480; head 8,000:
+    # 41,056, three images 123,168.
+    spec = ViTSpec(img_size=(32, 32), patch_size=16, embed_dim=8, depth=2, num_heads=2)
+    target = Target(name="tiny", source="spec", input_size=(3, 32, 32), spec=spec, overrides=(("depth", 2),))
+    record = identity_record(target, 3)
+    assert list(record)[:6] == ["model", "source", "kind", "img_size", "patch_size", "batch_size"]
+    assert "spec_key" not in record and "overrides" not in record   # rows matched by model (issue 31)
+    assert (record["model"], record["kind"], record["img_size"], record["batch_size"]) == ("tiny", "vit", 32, 3)
+    assert (record["tokens"], record["params"], record["macs"], record["flops"]) == (5, 16_960, 123_168, 246_336)
+    assert record["macs_head"] == 3 * 8_000
+    # no formula: the identity with empty figures
+    bare = identity_record(Target(name="mine", source="py", input_size=(3, 32, 32), analytic_note="a module"), 2)
+    assert bare == {"model": "mine", "source": "py", "kind": "module", "img_size": 32, "patch_size": None,
+                    "batch_size": 2, "tokens": None, "params": None, "macs": None, "flops": None,
+                    "attn_matmul_share": None, "elementwise_ops": None}
+    with pytest.raises(SpecError, match="batch_size"):
+        identity_record(target, 0)
+
+
 def test_batch_scales_macs_not_params():
     spec = resolve("vit-s/16")
     one, eight = complexity(spec, 1), complexity(spec, 8)

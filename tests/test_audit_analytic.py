@@ -81,3 +81,27 @@ def test_formulas_and_the_analytic_audit_import_no_torch():
             "assert len(records) > 100; heavy = {'torch', 'timm', 'pandas'} & set(sys.modules); "
             "assert not heavy, sorted(heavy)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_classifier_activation_and_omittable_counts_by_hand():
+    from vitbench.specs import PlainCNNSpec, ViTSpec
+
+    vit_b = resolve("vit-b/16")  # n = 197, N = 196, d = 768, h = 12, m = 3072, L = 12, K = 1000
+    assert conventions.classifier_params(vit_b) == 768 * 1000 + 1000 == 769_000
+    # fvcore's activations, B [N d + L (3nd + h n^2 + 3 nd + n m) + K], by hand for B = 2:
+    # N d = 150,528; per layer 453,888 + 465,708 + 453,888 + 605,184 = 1,978,668; x 12 = 23,744,016
+    assert conventions.fvcore_activations(vit_b, batch_size=2) == 2 * (150_528 + 23_744_016 + 1000) == 47_791_088
+    # a plain CNN on 1 x 8 x 8: 3x3 conv to 2 channels (2 x 8 x 8 = 128 outputs, the largest), 2x2 max
+    # pool, a hidden linear layer 32 -> 5, the classifier 5 -> 3: its parameters 5 x 3 + 3 = 18
+    cnn_spec = PlainCNNSpec(img_size=(8, 8), in_chans=1, num_classes=3, stages=((2,),), fc_dims=(5,))
+    assert conventions.classifier_params(cnn_spec) == 18
+    assert conventions.largest_activation_bytes(cnn_spec, batch_size=2) == 4 * 2 * 128
+    # a qkv without bias leaves no qkv bias out; with one, 3 d per block
+    tiny = dict(img_size=(32, 32), patch_size=16, embed_dim=8, depth=2, num_heads=2)
+    assert conventions.omittable_params(ViTSpec(**tiny, qkv_bias=False))["qkv_bias"] == 0
+    assert conventions.omittable_params(ViTSpec(**tiny, qkv_bias=True))["qkv_bias"] == 2 * 3 * 8
+    assert conventions.omittable_params(ViTSpec(**tiny), blocks=1)["fc1_bias"] == 32
+    # a final LayerNorm holds 2 d; without one there is none to leave out
+    assert conventions.omittable_params(ViTSpec(**tiny))["final_norm"] == 16
+    assert conventions.omittable_params(ViTSpec(**tiny, final_norm=False))["final_norm"] == 0
+    assert conventions.omittable_params(cnn_spec) == {"head_bias": 3}

@@ -1,14 +1,23 @@
-"""The core modules measured, each with its own test files, and the reviewed equivalent mutants.
+"""The core modules measured and the reviewed equivalent mutants.
 
-A module is named by the first of its candidate paths that exists (modules move: the store from
-``vitbench/sweeps/`` to ``vitbench/store/``, the calibration into schema / fitting / worker
-modules); ``--module PATH --tests FILE,...`` measures any other.
+Whole-core mode (``--core``) measures every module of :data:`CORE_PACKAGES` (:func:`core_modules`),
+each mutant against the tests the test map finds for its function, then, for a survivor, the
+module's named test files (:func:`extra_tests`: its :data:`TARGETS` entry and
+:data:`EXTRA_TESTS`). The named targets (``--target``) run whole test files: a module is named by
+the first of its candidate paths that exists (modules move: the store from ``vitbench/sweeps/`` to
+``vitbench/store/``, the calibration into schema / fitting / worker modules);
+``--module PATH --tests FILE,...`` measures any other.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from .equivalents import EQUIVALENT_BY_MODULE
+
+#: the packages whose every module is a target of the whole-core mode
+CORE_PACKAGES = ("gate", "timemodel", "store", "analytic", "counters")
 
 
 @dataclass(frozen=True)
@@ -143,3 +152,26 @@ EQUIVALENT.update({
     **{f"{function}|constant|10000 -> {n}": "the chunk size changes how the CSV text is built, never its bytes"
        for function in ("csv_bytes", "_streamed_csv") for n in (9999, 10001)},
 })
+
+
+#: test files run whole for a module's survivors (stage 2), beyond the tests the map finds: code
+#: that runs only in a subprocess the tests start, or that the tests read as data
+EXTRA_TESTS: dict[str, tuple[str, ...]] = {}
+
+
+def core_modules(root: Path) -> list[str]:
+    """Every module of the core packages (paths in the package tree, sorted)."""
+    return sorted(p.relative_to(root).as_posix() for package in CORE_PACKAGES
+                  for p in (root / "vitbench" / package).rglob("*.py"))
+
+
+def extra_tests(module: str, tests_root: Path) -> list[str]:
+    """The test files named for ``module`` (its target's and :data:`EXTRA_TESTS`') that exist."""
+    named = [t for target_ in TARGETS if target_.module(tests_root) == module for t in target_.tests]
+    named += EXTRA_TESTS.get(module, ())
+    return [t for t in dict.fromkeys(named) if (tests_root / t).is_file()]
+
+
+def equivalent_reason(module: str, name: str) -> str | None:
+    """Why the mutant ``name`` of ``module`` is equivalent, None when it is not listed."""
+    return EQUIVALENT_BY_MODULE.get(module, {}).get(name) or EQUIVALENT.get(name)
