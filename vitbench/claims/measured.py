@@ -19,6 +19,7 @@ from vitbench.claims.recompute import Cache, NotRecomputed, value_of
 from vitbench.claims.stated import format_like
 from vitbench.errors import model_code
 from vitbench.measure.profile import profile
+from vitbench.row_status import RowStatus
 from vitbench.settings import RunSettings
 
 #: (spec, batch_size, mode) -> a :func:`vitbench.profile` record (``status``, ``device``, the
@@ -80,7 +81,7 @@ def judge_measured(claim: Claim, record: dict[str, Any], tol: float, measure: bo
     if result is None:
         _needs_gpu(claim, record, measure, cache)
         return
-    if result.get("status") != "ok":
+    if result.get("status") != RowStatus.OK:
         raise NotRecomputed(f"measurement failed: {result.get('status')}: {result.get('error')}")
     value, device = float(result[q.measured]), str(result.get("env_device_name") or "cuda")
     shown = format_like(stated, value)
