@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vitbench.claims import CATALOGUE, VERDICTS, audit, load_catalogue
+from vitbench.claims import CATALOGUE, VERDICTS, ClaimVerdict, audit, load_catalogue
 from vitbench.reporting.claims import render_markdown
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,12 +33,19 @@ def full():
 
 
 # --- every claim gets a verdict ------------------------------------------------------------------
+def test_the_verdicts_are_an_enum_whose_members_are_their_text():
+    texts = ("holds", "off", "wrong convention", "inconclusive", "needs a GPU", "not checkable", "error")
+    assert VERDICTS == texts and all(type(v) is str for v in VERDICTS)  # argparse's choices and messages
+    for member, text in zip(ClaimVerdict, texts):
+        assert member == text and ClaimVerdict(text) is member and f"{member}" == str(member) == text
+
+
 def test_every_claim_gets_a_verdict(analytic):
     claims = load_catalogue()
     assert len(claims) >= 40
     assert [c.id for c in claims] == list(analytic)  # none missing, none duplicated, same order
     for record in analytic.values():
-        assert record["verdict"] in VERDICTS and record["verdict"] != "error", record
+        assert isinstance(record["verdict"], ClaimVerdict) and record["verdict"] != ClaimVerdict.ERROR, record
         explanation = record["explanation"]
         assert explanation.startswith(record["stated_text"]) and explanation.endswith(".")
         assert "\n" not in explanation

@@ -23,7 +23,7 @@ from _imports import IMPORTLIB, LOCAL, ROOT, TOP, TYPING, Site, graph, module_na
 #: module runs it, so what it imports at module level is of the bottom layer
 #: (:func:`test_importing_any_module_runs_only_bottom_modules_of_the_root`).
 LAYERS = (
-    ("vitbench.errors", "vitbench.lazy", "vitbench.units", "vitbench.documents", "vitbench.row_warnings",
+    ("vitbench.errors", "vitbench.lazy", "vitbench.units", "vitbench.documents", "vitbench.row_warnings", "vitbench.row_status",
      "vitbench.procfs", "vitbench.escape", "vitbench.input_files", "vitbench.hooks", "vitbench.version"),
     ("vitbench.results", "vitbench.csv_records", "vitbench.csv_columns", "vitbench.record_schema", "vitbench.reading",
      "vitbench.store", "vitbench.typed_rows"),

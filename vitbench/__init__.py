@@ -47,6 +47,7 @@ _EXPORTS = {
     # what they return: Records of rows that are dicts and answer by typed attribute
     "Records": "vitbench.results",
     "Row": "vitbench.typed_rows",
+    "RowStatus": "vitbench.row_status",
     "PredictionRow": "vitbench.typed_rows",
     "ChoiceRow": "vitbench.typed_rows",
     "MeasuredRow": "vitbench.typed_rows",

@@ -17,6 +17,7 @@ from vitbench.errors import ModelError, SpecError
 from vitbench.models.references import resolve_all
 from vitbench.models.target import Target, is_module
 from vitbench.results import Records
+from vitbench.row_status import RowStatus
 from vitbench.settings import COUNT_METHODS as COUNTERS
 from vitbench.typed_rows import Row, typed
 
@@ -131,9 +132,9 @@ def _analyzed(target: Target, batch_size: int, traced: list[str], table_depth: i
         if table_depth is not None and "fvcore" not in traced:
             record["fvcore_table"] = counting.count_target(target, batch_size, ("fvcore",), table_depth=table_depth).fvcore_table
     except ModelError as exc:  # the model's own code failed: the user's to fix (exit 2), not a bug
-        record.update(status="refused", error=exc.detail)
+        record.update(status=RowStatus.REFUSED, error=exc.detail)
     except CountingRefused as exc:  # too large to trace: said from the analytic size, nothing built
-        record.update(status="refused", error=str(exc).split(": ", 1)[-1])
+        record.update(status=RowStatus.REFUSED, error=str(exc).split(": ", 1)[-1])
     # anything else is vitbench's own bug: it ends the command (exit 3, the traceback kept)
     fill_counted(record)
     if target.analytic_note:

@@ -32,6 +32,7 @@ import numpy as np
 
 from vitbench import csv_records, input_files, record_schema
 from vitbench.errors import InputFileError, VitbenchError
+from vitbench.row_status import RowStatus
 
 #: a column with at most this many distinct cells is typed per distinct cell by the record reader
 DISTINCT_LIMIT = 65_536
@@ -478,7 +479,7 @@ def _meets_schema(table: ColumnTable) -> bool:
     if status is not None:
         if status.kind != "values":
             return False
-        ok = np.array([v in ("ok", None) for v in status.values] + [True])
+        ok = np.array([v in (RowStatus.OK, None) for v in status.values] + [True])
         ran = ok[status.codes]
     for name, column in table.columns.items():
         kind = record_schema._kind(name)

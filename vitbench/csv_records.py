@@ -14,6 +14,7 @@ from typing import Any
 from vitbench import record_schema
 from vitbench.errors import InputFileError, shown
 from vitbench.escape import csv_unquote
+from vitbench.row_status import RowStatus
 
 _INTEGER = re.compile(r"^[+-]?\d+$")
 #: a plain decimal number (``0.0004``, ``1e-3``, ``2500.0``): Decimal and float read it alike
@@ -65,7 +66,7 @@ def records_from_csv(text: str, where: str, columns: Collection[str] | None = No
             column = [csv_unquote(c) if c[:1] == "'" else c for c in column]
         typed[k] = _typed_column(name, column, where, blank)
         if name == "status":
-            ran = [v in ("ok", None) for v in typed[k]]
+            ran = [v in (RowStatus.OK, None) for v in typed[k]]
         fault = _first_fault(name, typed[k], ran, fault)
     if fault is not None:
         index, name, value, why = fault

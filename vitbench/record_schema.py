@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from vitbench.errors import InputFileError, shown
+from vitbench.row_status import has_result
 
 #: columns whose name marks a measurement, a prediction or a count, by suffix or prefix
 _NUMBER_SUFFIXES = ("_s", "_bytes", "_share", "_ratio", "_cv", "_fraction", "_pct", "_per_image", "mfu")
@@ -93,7 +94,7 @@ def _problem(column: str, kind: str, value: Any) -> str | None:
 
 def _ran(record: Mapping[str, Any]) -> bool:
     """Whether the row ran: status ok, or none given (an analysis, a hand-made file)."""
-    return record.get("status", "ok") in ("ok", None)
+    return has_result(record)
 
 
 def check_record(record: Mapping[str, Any], where: str, number: int) -> None:

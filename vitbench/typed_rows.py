@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
+from vitbench.row_status import RowStatus, has_result
 from vitbench.row_warnings import RowWarning, normalize
 
 T = TypeVar("T")
@@ -56,6 +57,20 @@ class Column(Generic[T]):
         raise AttributeError(f"{self.name} is read-only; set the column instead: row[{self.key!r}] = ...")
 
 
+class StatusColumn(Column[RowStatus | None]):
+    """The ``status`` column as a :class:`~vitbench.row_status.RowStatus` (text read back from a
+    file becomes its member; text that names none, from a hand-made file, is given as it is)."""
+
+    def __get__(self, row: Row | None, owner: type) -> Any:
+        value = super().__get__(row, owner)
+        if row is None or value is None:
+            return value
+        try:
+            return RowStatus(value)
+        except ValueError:
+            return value
+
+
 def columns_of(row_type: type) -> dict[str, Column]:
     """The typed attributes of ``row_type`` (its own and inherited), by attribute name."""
     found: dict[str, Column] = {}
@@ -81,13 +96,13 @@ class Row(dict):
     device: Column[str | None] = Column("device", "where the row's step runs or is priced")
     mode: Column[str | None] = Column("mode", "infer (forward) or train (forward, loss, backward, optimizer step)")
     precision: Column[str | None] = Column("precision", "fp32, tf32, bf16 or fp16")
-    status: Column[str | None] = Column("status", "ok, or why the row has no result: refused, error, oom")
+    status: StatusColumn = StatusColumn("status", "ok, or why the row has no result: refused, error, oom, invalid")
     error: Column[str | None] = Column("error", "the reason of a row that is not ok")
 
     @property
     def ok(self) -> bool:
         """Whether the row has its result (``status == "ok"``; a row without a status is ok)."""
-        return self.get("status", "ok") in ("ok", None)
+        return has_result(self)
 
     @property
     def warnings(self) -> tuple[RowWarning, ...]:

@@ -40,6 +40,7 @@ _EXPORTS = {
     "Stated": "vitbench.claims.stated",
     "parse_stated": "vitbench.claims.stated",
     "VERDICTS": "vitbench.claims.verdicts",
+    "ClaimVerdict": "vitbench.claims.verdicts",
 }
 
 __all__ = sorted(_EXPORTS)

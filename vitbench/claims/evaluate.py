@@ -30,7 +30,7 @@ from vitbench.claims.measured import Measurer, judge_measured, measure_on_cuda
 from vitbench.claims.quantities import QUANTITIES
 from vitbench.claims.recompute import Cache, Candidate, NotRecomputed, candidates, compute_candidates, counted_value, value_of
 from vitbench.claims.stated import evaluate_formula, format_like
-from vitbench.claims.verdicts import VERDICTS
+from vitbench.claims.verdicts import VERDICTS, ClaimVerdict
 from vitbench.documents import where
 from vitbench.errors import VitbenchError
 from vitbench.results import Records
@@ -132,7 +132,7 @@ def _judge(claim: Claim, record: dict[str, Any], counted: bool, cache: Cache, to
     value = f"{what(claim)} = {right_text}{basis(claim)}"
     assumed = assumptions(claim)
     if within(stated, right, tol):
-        record.update(verdict="holds", verdict_text="holds", off_pct=off_pct(stated, right) if stated.is_point else None,
+        record.update(verdict=ClaimVerdict.HOLDS, verdict_text="holds", off_pct=off_pct(stated, right) if stated.is_point else None,
                       explanation=f"{stated.text} holds: {value}{assumed}.")
         return
     pct = off_pct(stated, right)
@@ -142,20 +142,20 @@ def _judge(claim: Claim, record: dict[str, Any], counted: bool, cache: Cache, to
         shown = format_like(stated, cand.value, cand.unit)
         residual = "" if within(stated, cand.value, tol) else f", {format_pct(off_pct(stated, cand.value))} off even so"
         record.update(
-            verdict="wrong convention", verdict_text="wrong convention", matched=cand.describe,
+            verdict=ClaimVerdict.WRONG_CONVENTION, verdict_text="wrong convention", matched=cand.describe,
             explanation=(f"{stated.text} matches {cand.describe} ({shown}{residual}); "
                          f"{value}{extras(claim, right, tol, truncation=False)}{assumed}."),
         )
         return
     if claim.stand_in:
         record.update(
-            verdict="inconclusive", verdict_text=f"inconclusive ({format_pct(pct)} on a stand-in)",
+            verdict=ClaimVerdict.INCONCLUSIVE, verdict_text=f"inconclusive ({format_pct(pct)} on a stand-in)",
             explanation=(f"{stated.text} differs by {format_pct(pct)} from {value}; that network is a stand-in "
                          f"({claim.stand_in}), so the difference does not show the document wrong{assumed}."),
         )
         return
     record.update(
-        verdict="off", verdict_text=f"off by {format_pct(pct)}",
+        verdict=ClaimVerdict.OFF, verdict_text=f"off by {format_pct(pct)}",
         explanation=f"{stated.text} is off by {format_pct(pct)}: {value}{extras(claim, right, tol)}{assumed}.",
     )
 
@@ -187,7 +187,7 @@ def evaluate(
     try:
         why = _unjudged(claim, counted)
         if why:
-            record.update(verdict="not checkable", verdict_text="not checkable", explanation=why)
+            record.update(verdict=ClaimVerdict.NOT_CHECKABLE, verdict_text="not checkable", explanation=why)
             return record
         record["tolerance"] = tol = tolerance(claim)
         if claim.measured:
@@ -195,7 +195,7 @@ def evaluate(
         else:
             _judge(claim, record, counted, cache, tol)
     except VitbenchError as exc:  # one claim the user's setup cannot recompute keeps the others' results
-        record.update(verdict="error", verdict_text="error",
+        record.update(verdict=ClaimVerdict.ERROR, verdict_text="error",
                       explanation=f"recomputing failed: {exc.__class__.__name__}: {exc}")
     return record
 

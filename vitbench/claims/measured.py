@@ -17,8 +17,10 @@ from vitbench.claims.explain import assumptions, format_pct, off_pct, what, with
 from vitbench.claims.quantities import QUANTITIES
 from vitbench.claims.recompute import Cache, NotRecomputed, value_of
 from vitbench.claims.stated import format_like
+from vitbench.claims.verdicts import ClaimVerdict
 from vitbench.errors import model_code
 from vitbench.measure.profile import profile
+from vitbench.row_status import RowStatus
 from vitbench.settings import RunSettings
 
 #: (spec, batch_size, mode) -> a :func:`vitbench.profile` record (``status``, ``device``, the
@@ -63,7 +65,7 @@ def _needs_gpu(claim: Claim, record: dict[str, Any], asked: bool, cache: Cache) 
         predicted = (f"; the analytic model gives {format_like(stated, value)} ({q.basis}), without "
                      f"{_GPU_EXTRAS}, so it is not compared")
     named = "" if claim.device.strip().lower() == "gpu" else f" ({claim.device})"
-    record.update(verdict="needs a GPU", verdict_text="needs a GPU",
+    record.update(verdict=ClaimVerdict.NEEDS_GPU, verdict_text="needs a GPU",
                   explanation=(f"{stated.text}: needs a GPU{named} to measure {what(claim)}"
                                f"{predicted}{assumptions(claim)}; {why}."))
 
@@ -80,19 +82,19 @@ def judge_measured(claim: Claim, record: dict[str, Any], tol: float, measure: bo
     if result is None:
         _needs_gpu(claim, record, measure, cache)
         return
-    if result.get("status") != "ok":
+    if result.get("status") != RowStatus.OK:
         raise NotRecomputed(f"measurement failed: {result.get('status')}: {result.get('error')}")
     value, device = float(result[q.measured]), str(result.get("env_device_name") or "cuda")
     shown = format_like(stated, value)
     record.update(recomputed=value, recomputed_text=shown, basis="measured")
     measured = f"measured {shown} for {what(claim)} on {device}{assumptions(claim)}"
     if not device_matches(claim.device, result):
-        record.update(verdict="not checkable", verdict_text="not checkable",
+        record.update(verdict=ClaimVerdict.NOT_CHECKABLE, verdict_text="not checkable",
                       explanation=f"{stated.text}: {measured}, but the claim is about the {claim.device}, so no verdict.")
     elif within(stated, value, tol):
-        record.update(verdict="holds", verdict_text="holds", off_pct=off_pct(stated, value),
+        record.update(verdict=ClaimVerdict.HOLDS, verdict_text="holds", off_pct=off_pct(stated, value),
                       explanation=f"{stated.text} holds: {measured}.")
     else:
         pct = off_pct(stated, value)
-        record.update(verdict="off", verdict_text=f"off by {format_pct(pct)}", off_pct=pct,
+        record.update(verdict=ClaimVerdict.OFF, verdict_text=f"off by {format_pct(pct)}", off_pct=pct,
                       explanation=f"{stated.text} is off by {format_pct(pct)}: {measured}.")

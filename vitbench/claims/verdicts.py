@@ -14,4 +14,27 @@ without loading the catalogue code):
     error             recomputing failed (a bug or a missing module); the message says why
 """
 
-VERDICTS = ("holds", "off", "wrong convention", "inconclusive", "needs a GPU", "not checkable", "error")
+from __future__ import annotations
+
+from enum import Enum
+
+
+class ClaimVerdict(str, Enum):
+    """An audited claim's verdict (the list above). A member is its text: ``ClaimVerdict.OFF ==
+    "off"``, in every format the audit writes."""
+
+    HOLDS = "holds"
+    OFF = "off"
+    WRONG_CONVENTION = "wrong convention"
+    INCONCLUSIVE = "inconclusive"
+    NEEDS_GPU = "needs a GPU"
+    NOT_CHECKABLE = "not checkable"
+    ERROR = "error"
+
+    # the text wherever it is shown (what enum.StrEnum does from Python 3.11)
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+#: the verdicts' texts, in report order (the CLI's ``--verdict`` choices)
+VERDICTS = tuple(v.value for v in ClaimVerdict)

@@ -13,6 +13,7 @@ from vitbench.cli.common import (
     positive_int,
 )
 from vitbench.cli.progress import Steps, add_quiet_argument
+from vitbench.row_status import RowStatus
 
 TABLE_COLUMNS = ["model", "img_size", "patch_size", "tokens", "batch_size", "params", "macs", "flops", "attn_matmul_share"]
 COUNTER_COLUMNS = ["fvcore_macs", "dispatch_macs", "agree"]
@@ -57,8 +58,8 @@ def run(args) -> int:
     finally:
         steps.close()
     emit(args, records, _columns(args, records) if args.format in ("table", "markdown") else None)
-    failed = [r for r in records if r.get("status") == "error"]
-    refused = [r for r in records if r.get("status") == "refused"]
+    failed = [r for r in records if r.get("status") == RowStatus.ERROR]
+    refused = [r for r in records if r.get("status") == RowStatus.REFUSED]
     for row in failed + refused:
         print(f"vitbench: error: {row['model']}: {row['error']}", file=sys.stderr)
     if args.module_table is not None:

@@ -17,6 +17,7 @@ from vitbench.cli.common import (
     run_settings_from,
 )
 from vitbench.cli.progress import Steps, add_quiet_argument
+from vitbench.row_status import RowStatus
 from vitbench.timemodel.calibration import CPU_CALIBRATION_TIME
 
 if TYPE_CHECKING:
@@ -97,9 +98,9 @@ def run(args) -> int:
         steps.close()
     _tell(records)
     emit(args, records, _columns(args, records) if args.format in ("table", "markdown") else None)
-    if records and all(r.get("status") == "error" for r in records):
+    if records and all(r.get("status") == RowStatus.ERROR for r in records):
         return 3
-    return 2 if any(r.get("status") == "refused" for r in records) else 0
+    return 2 if any(r.get("status") == RowStatus.REFUSED for r in records) else 0
 
 
 def _predict(args, settings, steps: Steps):
@@ -130,7 +131,7 @@ def _tell(records) -> None:
     for warning in dict.fromkeys(w for r in records for w in texts(r.get("warnings"))):
         _notice(f"warning: {warning}")
     for row in records:
-        if row.get("status") in ("error", "refused"):
+        if row.get("status") in (RowStatus.ERROR, RowStatus.REFUSED):
             _notice(f"{row['status']}: {row['model']} (batch {row['batch_size']}, {row['mode']}): {row['error']}")
 
 
@@ -143,7 +144,7 @@ def _columns(args, records) -> list[str]:
         if column not in TABLE_OPTIONAL:
             return True
         if column == "status":
-            return any(r.get(column) not in (None, "ok") for r in records)
+            return any(r.get(column) not in (None, RowStatus.OK) for r in records)
         return any(r.get(column) is not None for r in records)
 
     return [c for c in TABLE_COLUMNS if shown(c)]

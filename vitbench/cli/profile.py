@@ -14,6 +14,7 @@ from vitbench.cli.common import (
     run_settings_from,
 )
 from vitbench.cli.progress import Steps, add_quiet_argument
+from vitbench.row_status import RowStatus
 
 
 def register(subparsers) -> None:
@@ -75,6 +76,6 @@ def run(args) -> int:
         if any(r.get("overrides") for r in records):
             columns.insert(1, "overrides")
     emit(args, records, columns)
-    if records and all(r.get("status") == "error" for r in records):
+    if records and all(r.get("status") == RowStatus.ERROR for r in records):
         return 3
     return 0

@@ -36,6 +36,7 @@ from vitbench.gate.matching import Group, is_missing, key_text, number
 from vitbench.gate.result import CompareResult, EnvDifference
 from vitbench.gate.rules import HEADLINE_METRICS, Rule, RuleError
 from vitbench.gate.verdicts import _closing_checks, _compare_configuration, _parse, _sort_rules, _Wanted
+from vitbench.row_status import RowStatus
 
 
 def compare_tables(base: ColumnTable, cur: ColumnTable, parsed: list[Rule], explicit: bool, *, alpha: float,
@@ -165,7 +166,7 @@ class _Side:
             return np.zeros(self.n, bool)
         if column.kind != "values":
             raise Fallback("status of many values")
-        failed = np.array([not is_missing(v) and str(v) != "ok" for v in column.values] + [False])
+        failed = np.array([not is_missing(v) and str(v) != RowStatus.OK for v in column.values] + [False])
         return failed[column.codes]
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vitbench.measure.stats import median
+from vitbench.row_status import RowStatus
 
 _NUMERIC_TEXT = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
@@ -144,7 +145,7 @@ class Group:
     def failed(self) -> str | None:
         """The status when every row of the configuration failed (oom, error, refused)."""
         statuses = [str(r.get("status")) for r in self.rows if not is_missing(r.get("status"))]
-        bad = [s for s in statuses if s != "ok"]
+        bad = [s for s in statuses if s != RowStatus.OK]
         return bad[0] if bad and len(bad) == len(statuses) else None
 
     @property

@@ -46,6 +46,7 @@ from typing import Any
 from vitbench.errors import SpecError
 from vitbench.gate.matching import group, key_columns, labels, number, run_medians
 from vitbench.history.store import Commit, commits
+from vitbench.row_status import RowStatus
 from vitbench.units import is_missing
 
 #: metrics looked at when none are named (those present in the history)
@@ -135,7 +136,7 @@ def _timing(metric: str) -> bool:
 def series(rows: Sequence[dict[str, Any]], metrics: Sequence[str] | None = None) -> list[Series]:
     """One series per configuration and metric (``metrics`` default: :data:`DEFAULT_METRICS`
     present in ``rows``), points in commit order; rows whose status is not ok are left out."""
-    ok = [r for r in rows if r.get("status") in (None, "", "ok")]
+    ok = [r for r in rows if r.get("status") in (None, "", RowStatus.OK)]
     present = {k for r in ok for k, v in r.items() if number(v) is not None}
     if metrics:
         check_metrics(metrics, present)

@@ -19,6 +19,7 @@ from typing import Any
 
 from vitbench.measure.children import preexec
 from vitbench.measure.record import failed_row
+from vitbench.row_status import RowStatus
 from vitbench.settings import RunSettings
 
 MARKER = "@@vitbench-record@@"
@@ -51,14 +52,14 @@ def run_in_worker(target, settings: RunSettings, device: str, detect_attention: 
             timeout=settings.timeout_s, env=env, preexec_fn=preexec(),
         )
     except subprocess.TimeoutExpired:
-        return failed_row(target, settings, device, "error", f"isolated run timed out after {settings.timeout_s} s")
+        return failed_row(target, settings, device, RowStatus.ERROR, f"isolated run timed out after {settings.timeout_s} s")
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith(MARKER):
             return json.loads(line[len(MARKER):])
     if proc.returncode == -signal.SIGKILL:
         return failed_row(
-            target, settings, device, "oom",
+            target, settings, device, RowStatus.OOM,
             "isolated run killed by SIGKILL (most likely the kernel's out-of-memory killer)",
         )
     detail = _last_line(proc.stderr) or _last_line(proc.stdout) or "no output"
-    return failed_row(target, settings, device, "error", f"isolated run exited with code {proc.returncode}: {detail}")
+    return failed_row(target, settings, device, RowStatus.ERROR, f"isolated run exited with code {proc.returncode}: {detail}")

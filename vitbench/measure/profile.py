@@ -30,6 +30,7 @@ from vitbench.measure.workload import effective_target
 from vitbench.models.references import resolve_all as resolve_models
 from vitbench.models.target import is_module
 from vitbench.results import Records, check_output_dir
+from vitbench.row_status import RowStatus
 from vitbench.settings import RunSettings, settings_fields
 from vitbench.typed_rows import MeasuredRow
 
@@ -52,14 +53,14 @@ def measure(model: Any, settings: RunSettings | None = None, *,
     run_settings = settings.replace(threads=threads)
     reason = refusal(target, run_settings, device)
     if reason is not None:
-        record = failed_row(target, run_settings, device, "refused", reason)
+        record = failed_row(target, run_settings, device, RowStatus.REFUSED, reason)
     else:
         record = measure_runs(target, run_settings, device, on_run)
     record.update(state)
     record["threads"] = threads
     record["threads_auto"] = settings.threads is None and threads is not None
     extra: list[str] = []
-    if record.get("status") == "ok":
+    if record.get("status") == RowStatus.OK:
         roof = roofline_columns(target, run_settings, record)
         extra = roof.pop("warnings", [])
         record.update(roof)

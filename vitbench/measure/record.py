@@ -8,6 +8,7 @@ from typing import Any
 
 from vitbench.measure.stats import summarize
 from vitbench.results import identity_columns
+from vitbench.row_status import RowStatus
 from vitbench.row_warnings import merge
 from vitbench.settings import RunSettings
 from vitbench.specs.identity import RowIdentity
@@ -56,7 +57,7 @@ def base_record(target, settings: RunSettings, device: str) -> dict[str, Any]:
     }
 
 
-def failed_row(target, settings: RunSettings, device: str, status: str, error: str) -> dict[str, Any]:
+def failed_row(target, settings: RunSettings, device: str, status: RowStatus, error: str) -> dict[str, Any]:
     """A row for a configuration that did not produce a measurement: status 'oom', 'error' or
     'refused' (not run), with the reason in ``error``."""
     record = base_record(target, settings, device)

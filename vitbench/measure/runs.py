@@ -35,6 +35,7 @@ from vitbench.measure.record import timing_columns, unique_warnings
 from vitbench.measure.roofline import peak_precision_key, roofline, step_flops
 from vitbench.measure.single import measure_run
 from vitbench.measure.stability import run_cv, time_sharing_warnings, timing_warnings
+from vitbench.row_status import RowStatus
 from vitbench.row_warnings import merge, warning
 from vitbench.settings import RunSettings
 
@@ -67,7 +68,7 @@ def measure_runs(target, settings: RunSettings, device: str,
         record = (run_in_worker(target, current, device, index == 0) if in_worker
                   else measure_run(target, current, device, index == 0))
         records.append(record)
-        if record.get("status") != "ok":
+        if record.get("status") != RowStatus.OK:
             if index > 0:
                 warnings.append(warning(
                     "run-failed",
@@ -88,7 +89,7 @@ def pool(records: list[dict[str, Any]], settings: RunSettings) -> dict[str, Any]
     memory and trace columns; timing pooled). A failed first run is the row."""
     first = dict(records[0])
     first["runs_requested"] = settings.runs
-    if first.get("status") != "ok":
+    if first.get("status") != RowStatus.OK:
         first["runs"] = 0
         return first
     run_samples = [list(r["samples_s"]) for r in records]

@@ -22,6 +22,7 @@ from vitbench.measure.memory import peak_memory
 from vitbench.measure.profile import measure
 from vitbench.measure.single import step_down
 from vitbench.models import build_model
+from vitbench.row_status import RowStatus
 from vitbench.settings import SELFTEST_CHECKS, RunSettings
 from vitbench.specs import ViTSpec
 
@@ -54,7 +55,7 @@ def _base(device: str, **changes) -> RunSettings:
 
 
 def _ok(record: dict) -> None:
-    _require(record["status"] == "ok", f"status={record['status']}: {record.get('error')}")
+    _require(record["status"] == RowStatus.OK, f"status={record['status']}: {record.get('error')}")
 
 
 def check_environment(device: str) -> str:
@@ -117,9 +118,9 @@ def check_oom(device: str) -> str:
     # The memory model refuses it before running; with the check off it runs and fails.
     settings = _base(device, mode="train", batch_size=16384, memory_limit_bytes=64 * 2**20)
     refused = measure(TINY_VIT, settings)
-    _require(refused["status"] == "refused", f"expected status=refused, got {refused['status']}: {refused.get('error')}")
+    _require(refused["status"] == RowStatus.REFUSED, f"expected status=refused, got {refused['status']}: {refused.get('error')}")
     big = measure(TINY_VIT, settings.replace(memory_check=False))
-    _require(big["status"] == "oom", f"expected status=oom, got {big['status']}: {big.get('error')}")
+    _require(big["status"] == RowStatus.OOM, f"expected status=oom, got {big['status']}: {big.get('error')}")
     after = measure(TINY_VIT, _base(device, min_run_time_s=0.05))
     _ok(after)
     return f"batch 16384 under a 64 MiB cap -> refused by the memory model; run anyway -> oom ({(big['error'] or '')[:50]}...); next configuration ok"

@@ -36,6 +36,7 @@ from vitbench.measure.timer import synchronize
 from vitbench.measure.workload import effective_target
 from vitbench.models.target import Target
 from vitbench.procfs import proc_bytes
+from vitbench.row_status import RowStatus
 from vitbench.row_warnings import warning
 from vitbench.settings import RunSettings
 
@@ -319,13 +320,13 @@ def measure_run(target, settings: RunSettings, device: str, detect_attention: bo
                                                            detect_attention)
                 record.update(columns)
                 warnings.extend(pass_warnings)
-                record["status"] = "ok"
+                record["status"] = RowStatus.OK
         # a configuration whose model fails (built, run for real: its code, torch, the device) is
         # a result row, never lost; vitbench's own bug is raised (exit 3)
         except ModelError as exc:
-            failure = ("oom" if is_oom(exc, capped) else "error", error_text(exc))
+            failure = (RowStatus.OOM if is_oom(exc, capped) else RowStatus.ERROR, error_text(exc))
         except MemoryError as exc:  # out of host memory, or the measured peak over the limit
-            failure = ("oom", error_text(exc))
+            failure = (RowStatus.OOM, error_text(exc))
         finally:
             if steps is not None:
                 steps.close()

@@ -9,13 +9,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from vitbench.claims import summary
+from vitbench.claims.verdicts import ClaimVerdict
 from vitbench.documents import DOCUMENTS, number_of, where
 from vitbench.escape import markdown_text
 from vitbench.reporting.format import render
 
 REPORT_COMMAND = "vitbench audit --write reports/claims.md"
-_SHOWN = ("wrong convention", "off")
-_UNCHECKED = ("needs a GPU", "not checkable", "error")
+_SHOWN = (ClaimVerdict.WRONG_CONVENTION, ClaimVerdict.OFF)
+_UNCHECKED = (ClaimVerdict.NEEDS_GPU, ClaimVerdict.NOT_CHECKABLE, ClaimVerdict.ERROR)
 
 _CONVENTIONS = [
     "- **MAC**: one multiply-accumulate. **FLOPs = 2 x MACs** (matmuls and convolutions).",

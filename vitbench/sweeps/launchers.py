@@ -31,6 +31,7 @@ from typing import Any
 
 from vitbench.errors import VitbenchError, model_code
 from vitbench.measure.children import die_with_parent
+from vitbench.row_status import RowStatus
 from vitbench.store.layout import ROWS_NAME
 from vitbench.store.options import StoreOptions
 from vitbench.store.reader import read_store
@@ -154,7 +155,7 @@ def _replace_dead(workers, inflight, pending, left, start) -> Iterator[dict[str,
         if config is not None:
             row = {
                 "id": config.id, "index": config.index, "study": config.study, "model": config.model,
-                "overrides": config.overrides_text, "batch_size": config.batch_size, "status": "error",
+                "overrides": config.overrides_text, "batch_size": config.batch_size, "status": RowStatus.ERROR,
                 "error": f"the worker on GPU {device} died (exit code {process.exitcode}) while running this configuration",
                 "cuda_visible_devices": device,
             }

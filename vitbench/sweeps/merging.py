@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from vitbench.reading import read_results
+from vitbench.row_status import RowStatus
 from vitbench.store.export import export_store
 from vitbench.store.layout import CSV_NAME, DEFINITION_NAME, ROWS_NAME, StoreError
 from vitbench.store.reader import grid_order, read_definition
@@ -117,7 +118,7 @@ def coverage(rows: Sequence[dict[str, Any]], infos: Sequence[tuple[str, dict[str
 def _prefer(kept: dict[str, Any], row: dict[str, Any]) -> bool:
     """Whether ``row`` replaces ``kept`` (the same id from an earlier source): an ``ok`` row
     wins over one that failed; otherwise the first stays."""
-    return kept.get("status") != "ok" and row.get("status") == "ok"
+    return kept.get("status") != RowStatus.OK and row.get("status") == RowStatus.OK
 
 
 def _union(

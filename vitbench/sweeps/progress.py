@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from vitbench.escape import terminal_text
+from vitbench.row_status import RowStatus
 
 
 def in_ci() -> bool:
@@ -178,7 +179,7 @@ class Progress:
             self._bar.update(1)
         elif self.log_rows:
             status = row.get("status")
-            extra = f": {terminal_text(str(row.get('error')))}" if status != "ok" and row.get("error") else ""
+            extra = f": {terminal_text(str(row.get('error')))}" if status != RowStatus.OK and row.get("error") else ""
             left = self.eta()
             eta = f" (eta {duration_text(left)})" if left is not None and self.done < self.todo else ""
             print(f"[{self.done}/{self.todo}] {terminal_text(describe(row))}: {status}{extra}{eta}", file=self.stream, flush=True)

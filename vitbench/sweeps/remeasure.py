@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vitbench.measure.stability import timing_spread, unfit_timing
+from vitbench.row_status import RowStatus
 from vitbench.row_warnings import merge, warning
 
 
@@ -59,9 +60,9 @@ def better(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
     """The attempt to keep, with ``attempts``, ``attempt_spreads``, ``kept_attempt`` and a
     ``remeasured`` warning: the one fit to conclude from, else the smaller spread, the first on a tie."""
     spreads = [timing_spread(first), timing_spread(second)]
-    fit = [not unfit_timing(first) if first.get("status") == "ok" else False,
-           not unfit_timing(second) if second.get("status") == "ok" else False]
-    if second.get("status") != "ok":
+    fit = [not unfit_timing(first) if first.get("status") == RowStatus.OK else False,
+           not unfit_timing(second) if second.get("status") == RowStatus.OK else False]
+    if second.get("status") != RowStatus.OK:
         keep = 1
     elif fit[1] and not fit[0]:
         keep = 2

@@ -20,6 +20,7 @@ from vitbench.counters.limits import CountingRefused
 from vitbench.errors import ModelError, SpecError, VitbenchError, error_detail
 from vitbench.measure.env import validate_settings
 from vitbench.measure.profile import measure
+from vitbench.row_status import RowStatus
 from vitbench.row_warnings import merge
 from vitbench.specs import spec_key
 from vitbench.specs.identity import RowIdentity
@@ -73,9 +74,9 @@ class Runner:
             "id": config.id, "index": config.index, "study": config.study, "model": config.model,
             "overrides": config.overrides_text, "stages": "+".join(config.stages),
         }
-        row: dict[str, Any] = {**identity, "status": "ok", "error": None}
+        row: dict[str, Any] = {**identity, "status": RowStatus.OK, "error": None}
         if config.invalid is not None:
-            row.update(status="invalid", error=config.invalid, batch_size=config.batch_size)
+            row.update(status=RowStatus.INVALID, error=config.invalid, batch_size=config.batch_size)
             if config.mode:
                 row.update(mode=config.mode, precision=config.precision, device=config.run_settings.device)
             return _finish(row, started)
@@ -104,21 +105,21 @@ class Runner:
                 warnings = merge(row.get("warnings"), measured.get("warnings"))
                 row.update(measured)
                 row["warnings"] = warnings or None
-                row["status"] = measured.get("status") or "ok"
+                row["status"] = measured.get("status") or RowStatus.OK
         except MemoryError:
-            row.update(status="oom", error="MemoryError: out of host memory")
+            row.update(status=RowStatus.OOM, error="MemoryError: out of host memory")
         except CountingRefused as exc:
-            row.update(status="refused", error=str(exc))
+            row.update(status=RowStatus.REFUSED, error=str(exc))
         except ModelError as exc:  # the model's code failed: its row, with that code's traceback
-            row.update(status="error", error=exc.detail[:500], error_detail=error_detail(exc))
+            row.update(status=RowStatus.ERROR, error=exc.detail[:500], error_detail=error_detail(exc))
         except VitbenchError as exc:  # what the configuration asks is refused: one line
-            row.update(status="error", error=f"{exc.__class__.__name__}: {' '.join(str(exc).split())}"[:500])
+            row.update(status=RowStatus.ERROR, error=f"{exc.__class__.__name__}: {' '.join(str(exc).split())}"[:500])
         except (KeyboardInterrupt, SystemExit):
             raise
         # the sweep's worker boundary: a configuration failing, by vitbench's own bug too, is its
         # row and the sweep goes on; the traceback is kept in the row's error_detail
         except Exception as exc:  # noqa: BLE001
-            row.update(status="error", error=f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())}"[:500],
+            row.update(status=RowStatus.ERROR, error=f"internal error: {exc.__class__.__name__}: {' '.join(str(exc).split())}"[:500],
                        error_detail=error_detail(exc))
         row.update(identity)  # the sweep's names win over a stage's (measure names the model too)
         return _finish(row, started)

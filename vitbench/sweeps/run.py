@@ -30,6 +30,7 @@ from vitbench.measure.env import environment as device_environment
 from vitbench.measure.machine import load_average
 from vitbench.models.sources.py_contract import imports_refused
 from vitbench.results import Records, check_output_dir
+from vitbench.row_status import FAILED
 from vitbench.store.export import export_store
 from vitbench.store.layout import ROWS_NAME, StoreError
 from vitbench.store.options import StoreOptions
@@ -45,7 +46,7 @@ from vitbench.typed_rows import typed
 from vitbench.version import __version__
 
 #: Row statuses that ``retry_failed`` reruns on resume.
-FAILED_STATUSES = ("error", "oom")
+FAILED_STATUSES = FAILED
 #: grids above this many configurations, or estimated above this many seconds, need ``yes``
 CONFIRM_ABOVE = 100_000
 CONFIRM_ABOVE_S = 24 * 3600.0

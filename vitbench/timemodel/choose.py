@@ -32,6 +32,7 @@ from vitbench.analytic.memory import memory_estimate, plan, unsupported_reason
 from vitbench.analytic.memory.planner import largest_batch
 from vitbench.errors import SpecError, VitbenchError, error_reason
 from vitbench.results import Records
+from vitbench.row_status import RowStatus
 from vitbench.settings import CHOOSE_SORTS
 from vitbench.specs.limits import MAX_TRACED_BLOCKS, too_many_blocks
 from vitbench.timemodel.cached_models import cached_memory_profile, resolve_cached
@@ -330,7 +331,7 @@ def _row(target: Any, row: dict[str, Any], batch: int | None, prediction: dict[s
                             "optimizer": settings.optimizer if mode == "train" else None}
     else:
         row["batch_size"] = batch
-        if prediction.get("status") == "ok":
+        if prediction.get("status") == RowStatus.OK:
             _priced(row, prediction, settings)
         else:
             row["note"] = f"{prediction.get('status')}: {prediction.get('error')}"

@@ -39,6 +39,7 @@ from vitbench.measure.profile import measure
 from vitbench.measure.stats import quantile
 from vitbench.models.references import resolve
 from vitbench.results import atomic_write_text
+from vitbench.row_status import RowStatus
 from vitbench.settings import RunSettings
 from vitbench.timemodel.calibration.cache import cache_dir, file_safe
 from vitbench.timemodel.calibration.schema import CalibrationError
@@ -245,7 +246,7 @@ def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_ti
     observations, kept = [], []
     for index, (model, mode, batch, precision) in enumerate(suite):
         row = measure_step(model, mode, batch, precision, min_run_time_s)
-        if row.get("status") != "ok" or not row.get("latency_p50_s"):
+        if row.get("status") != RowStatus.OK or not row.get("latency_p50_s"):
             if on_progress:
                 on_progress(f"[{index + 1}/{len(suite)}] {model} {mode} {batch} {precision}: skipped ({row.get('status')}: {row.get('error')})")
             continue

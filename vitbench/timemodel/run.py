@@ -23,6 +23,7 @@ from vitbench.errors import ModelError, ModelForwardError, OutputFileError, Spec
 from vitbench.measure.env import cpu_model
 from vitbench.models.target import is_module
 from vitbench.results import Records
+from vitbench.row_status import RowStatus
 from vitbench.row_warnings import warning
 from vitbench.specs.limits import MAX_TRACED_BLOCKS, too_many_blocks
 from vitbench.timemodel.cached_models import resolve_cached
@@ -308,7 +309,7 @@ def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str |
         row["channels_last"] = True
     started = time.perf_counter()
     if refusal is not None:  # decided from the spec: nothing is built
-        return {**row, "status": "refused", "error": refusal, "pred_basis": cal.label, "warnings": row_warnings,
+        return {**row, "status": RowStatus.REFUSED, "error": refusal, "pred_basis": cal.label, "warnings": row_warnings,
                 **context.environment}
     device_type = "cpu" if device == "cpu" else "cuda"
     if device_type not in traces:
@@ -324,10 +325,10 @@ def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str |
     ops = traces[device_type]
 
     if isinstance(ops, ModelForwardError):  # the model's own forward failed: the user's to fix (exit 2)
-        return {**row, "status": "refused", "error": ops.detail, "pred_basis": cal.label, "warnings": row_warnings,
+        return {**row, "status": RowStatus.REFUSED, "error": ops.detail, "pred_basis": cal.label, "warnings": row_warnings,
                 **context.environment}
     if isinstance(ops, ModelError):  # the model's code cannot run on fake tensors (its backward, say)
-        return {**row, "status": "refused", "error": f"cannot trace the step: {ops.detail}".splitlines()[0],
+        return {**row, "status": RowStatus.REFUSED, "error": f"cannot trace the step: {ops.detail}".splitlines()[0],
                 "error_detail": error_detail(ops), "pred_basis": cal.label, "warnings": row_warnings, **context.environment}
     prediction = _price(ops, cal, run_mode, prec)
     row.update(prediction.columns(batch))
@@ -344,7 +345,7 @@ def _device_row(configuration: tuple, device: str, priced: tuple, refusal: str |
                                                settings.dataset_size, context.prices.get(device))
     row.update(columns)
     row_warnings.extend(cost_warnings)
-    row.update(status="ok", error=None, warnings=row_warnings, **context.environment)
+    row.update(status=RowStatus.OK, error=None, warnings=row_warnings, **context.environment)
     return row
 
 

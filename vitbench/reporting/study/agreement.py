@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from vitbench.counters.peers import peer_sentences
 from vitbench.reporting.study.rows import num
+from vitbench.row_status import RowStatus
 
 if TYPE_CHECKING:
     from vitbench.reporting.study.context import Report
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
 def section(report: Report) -> bool:
     counted = [
         r for r in report.records
-        if r.get("status") == "ok" and (num(r.get("fvcore_macs")) is not None or num(r.get("dispatch_macs")) is not None)
+        if r.get("status") == RowStatus.OK and (num(r.get("fvcore_macs")) is not None or num(r.get("dispatch_macs")) is not None)
     ]
     if not counted:
         return False

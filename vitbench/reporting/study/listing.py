@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vitbench.reporting.study.rows import num
+from vitbench.row_status import RowStatus
 
 if TYPE_CHECKING:
     from vitbench.reporting.study.context import Report
 
 
 def failures(report: Report) -> bool:
-    rows = [r for r in report.records if r.get("status") != "ok"]
+    rows = [r for r in report.records if r.get("status") != RowStatus.OK]
     if not rows:
         return False
     report.doc.add("Failed and invalid configurations are rows like any other; the sweep went on past them.")

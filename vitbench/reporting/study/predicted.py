@@ -11,6 +11,7 @@ from vitbench.reporting import plots
 from vitbench.reporting.format import humanize
 from vitbench.reporting.study import pairs as P
 from vitbench.reporting.study.rows import key_without, label_without, num, overrides_without, spec_dict
+from vitbench.row_status import RowStatus
 
 if TYPE_CHECKING:
     from vitbench.reporting.study.context import Report
@@ -31,7 +32,7 @@ def rows_with_predictions(records: list[dict[str, Any]]) -> list[dict[str, Any]]
     out = []
     for r in records:
         step = num(r.get("pred_latency_s"))
-        if r.get("status") == "ok" and step:
+        if r.get("status") == RowStatus.OK and step:
             out.append(dict(r, pred_s_per_image=step / (num(r.get("batch_size")) or 1)))
     return out
 

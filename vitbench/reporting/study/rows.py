@@ -13,6 +13,7 @@ from vitbench import row_warnings
 from vitbench.errors import VitbenchError
 from vitbench.measure.stats import UNSTABLE_SPREAD, quantile
 from vitbench.reporting import marks
+from vitbench.row_status import RowStatus
 from vitbench.specs import spec_from_dict
 
 
@@ -81,7 +82,7 @@ def analytic_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     overrides; the smallest batch), with per-image MACs in ``macs_img``."""
     best: dict[str, dict[str, Any]] = {}
     for r in records:
-        if r.get("status") != "ok" or num(r.get("macs")) is None:
+        if r.get("status") != RowStatus.OK or num(r.get("macs")) is None:
             continue
         key = r.get("spec_key") or f"{r.get('model')}|{r.get('overrides') or ''}|{r.get('img_size')}"
         current = best.get(key)
@@ -97,7 +98,7 @@ def key_without(data: dict[str, Any], *names: str) -> str:
 
 def measured(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Ok rows with a measured throughput."""
-    return [r for r in records if r.get("status") == "ok" and num(r.get("throughput_img_s")) is not None]
+    return [r for r in records if r.get("status") == RowStatus.OK and num(r.get("throughput_img_s")) is not None]
 
 
 def instability(record: dict[str, Any]) -> str | None:
