@@ -142,7 +142,7 @@ class ModuleRun:
 
     def _passes_unmutated(self, space: Workspace, detail: str) -> bool:
         """The test that killed a mutant passes unmutated (else it is left out from then on)."""
-        nodeid = detail.split(" (", 1)[0]
+        nodeid = detail.rsplit(" (", 1)[0]  # the last: a parametrized id may hold " ("
         if "::" not in nodeid or nodeid in self.passing:
             return True   # a collection error or a crash: the unmutated module imports and runs (the map run)
         if self._run(space, self.round_trip, [nodeid]).status == forkrun.SURVIVED:

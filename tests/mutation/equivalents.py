@@ -6,6 +6,26 @@ mutant, see :mod:`tests.mutation.mutants`). The targets' older list, by name alo
 from __future__ import annotations
 
 EQUIVALENT_BY_MODULE: dict[str, dict[str, str]] = {
+    "vitbench/counters/dispatch.py": {
+        "dispatch_count|remove|continue -> pass":
+            "FlopCounterMode's 'Global' total and the root module's are the same (every operator runs inside the "
+            "root's forward) and both name the path ''; whichever comes last, by_module[''] holds that total",
+    },
+    "vitbench/gate/result.py": {
+        "CompareResult.counts|remove|if hasattr(self.rows, 'verdict_counts'):     return self.rows.verdict_counts() -> pass":
+            "the columnar rows' own count is a shortcut: the loop over the rows that follows counts the same "
+            "verdicts in the same first-seen order (tests/test_gate_columnar.py asserts both paths' counts agree)",
+    },
+    "vitbench/store/export.py": {
+        "export_store|remove|source = source.parent -> pass":
+            "read_store takes the rows file as well as its folder: given rows.jsonl, the export then reads "
+            "the records whole instead of streaming them, and writes the same bytes",
+    },
+    "vitbench/gate/array_verdicts.py": {
+        "_run_stats|constant|0.0 -> 1.0":
+            "the variance of a row of under 2 runs: such a row has not enough runs (MIN_RUNS = 2), its p "
+            "is set to nan before any use and its no_spread is and-ed with enough",
+    },
     "vitbench/analytic/memory/cnn.py": {
         "_inputs|return|return image -> return None":
             "the image is held by the caller for the whole step (never dropped): a convolution that "
