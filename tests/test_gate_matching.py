@@ -241,6 +241,13 @@ def test_repeated_rows_that_disagree_fail_the_gate():
     assert result.exit_code == 1
 
 
+def test_a_configuration_repeated_with_several_metrics_apart_is_one_failure():
+    cur = [_measured("m", 100.0, latency_p50_s=0.08), _measured("m", 50.0, latency_p50_s=0.16)]
+    result = compare([_measured("m", 100.0, latency_p50_s=0.08)], cur, ["params:0"])
+    assert result.failures == ("current: m appears 2 times with throughput_img_s from 50 to 100; "
+                               "give one row per configuration",)
+
+
 def test_a_numpy_or_boolean_cell_compares_as_the_number_it_holds():
     base = [_measured("m", np.float64(100.0), params=np.int64(100))]
     cur = [_measured("m", 100.0, params=100)]
