@@ -211,3 +211,34 @@ def test_a_counted_record_with_a_table_depth_carries_fvcore_s_table():
     record = counted_record(target, 1, ("fvcore",), table_depth=1)
     assert "fvcore_table" in record and "module" in record["fvcore_table"] and "blocks" in record["fvcore_table"]
     assert "fvcore_table" not in counted_record(target, 1, ("fvcore",))
+
+
+def test_a_dispatch_count_is_hashable_and_counts_each_operator_in_macs():
+    import torch
+
+    from vitbench.counters.dispatch import DispatchCount, dispatch_count
+
+    assert hash(DispatchCount(5, {"addmm": 5}, {"": 5})) == hash(DispatchCount(5, {"mm": 5}, {"x": 5}))
+    counted = dispatch_count(torch.nn.Linear(16, 8), (torch.zeros(4, 16),))
+    assert counted.macs == 4 * 16 * 8 and counted.by_operator == {"addmm": 4 * 16 * 8}  # MACs, not FLOPs
+    assert counted.by_module == {"": 4 * 16 * 8}
+
+
+def test_pytorch_s_native_attention_fast_path_is_counted_by_hand():
+    import torch
+
+    from vitbench.counters.dispatch import dispatch_count
+
+    class SelfAttention(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.attention = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+
+        def forward(self, x):
+            return self.attention(x, x, x, need_weights=False)[0]
+
+    model = SelfAttention().eval()
+    counted = dispatch_count(model, (torch.randn(3, 5, 16),))
+    assert "_native_multi_head_attention" in counted.by_operator  # eval, no grad, batch first: the fast path
+    n, d = 5, 16  # q, k, v and output projections 4 n d^2, then q k^T and attention x v 2 n^2 d, a sample
+    assert counted.macs == 3 * (4 * n * d * d + 2 * n * n * d)
