@@ -242,3 +242,14 @@ def test_pytorch_s_native_attention_fast_path_is_counted_by_hand():
     assert "_native_multi_head_attention" in counted.by_operator  # eval, no grad, batch first: the fast path
     n, d = 5, 16  # q, k, v and output projections 4 n d^2, then q k^T and attention x v 2 n^2 d, a sample
     assert counted.macs == 3 * (4 * n * d * d + 2 * n * n * d)
+
+
+def test_the_fused_attention_formulas_on_shapes_worked_by_hand():
+    from vitbench.counters.formulas import mha_activations, mha_macs, sdpa_activations, sdpa_macs
+
+    q, k, v = (2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 4)  # B 2, h 3, n 5, m 7, d_h 8, d_v 4
+    assert sdpa_macs(q, k, v) == 2 * 3 * 5 * 7 * 8 + 2 * 3 * 5 * 7 * 4 == 2520
+    assert sdpa_activations(q, k, v) == 2 * 3 * 5 * 7 + 2 * 3 * 5 * 4 == 330  # scores + output
+    query, key = (2, 5, 16), (2, 7, 16)  # B 2, n 5, m 7, E 16, 4 heads
+    assert mha_macs(query, key, 16) == 2 * 5 * 256 + 2 * 2 * 7 * 256 + 2 * 2 * 5 * 7 * 16 + 2 * 5 * 256 == 14528
+    assert mha_activations(query, key, 16, 4) == 2 * ((5 + 14) * 16 + 4 * 5 * 7 + 2 * 5 * 16) == 1208
