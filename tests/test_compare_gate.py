@@ -13,7 +13,7 @@ import statistics
 import pytest
 from test_compare import BATCH, measured, run_cli, single_run, write
 
-from vitbench.gate import compare
+from vitbench.gate import Verdict, compare
 from vitbench.reporting.gate import render
 
 
@@ -76,7 +76,20 @@ def test_explicit_rule_on_a_metric_only_the_baseline_has_fails():
     # allowed to be missing, but then the gate checked nothing at all: that is no pass
     alone = compare(base, cur, ["peak_memory:+10%"], allow_missing_metrics=True)
     assert alone.exit_code == 1 and "nothing was checked" in alone.failures[0]
+    assert "(no rule applies)" in alone.failures[0]  # the one rule's metric is in one file only
     assert compare(base, cur, ["peak_memory:+10%", "params:0"], allow_missing_metrics=True).exit_code == 0
+
+
+def test_a_gate_whose_rules_met_no_value_on_both_sides_names_them():
+    def row(name, peak):
+        return {"model": name, "batch_size": 8, "status": "ok", "params": 10, "peak_memory_bytes": peak}
+
+    result = compare([row("a", 100), row("b", None)], [row("a", None), row("b", 100)], ["peak_memory:+10%"],
+                     allow_missing_metrics=True)
+    assert result.failures == ("nothing was checked: no rule met a value on both sides (peak_memory_bytes:+10%); "
+                               "a gate that checked nothing does not pass",)
+    assert {(r.verdict, r.runs_baseline, r.runs_current) for r in result.rows if r.metric == "peak_memory_bytes"} == {
+        (Verdict.NOT_APPLICABLE, 0, 0)}  # no value on a side: no runs compared
 
 
 def test_default_rules_on_metrics_neither_file_has_are_not_applicable():

@@ -154,3 +154,102 @@ def test_disagreement_names_the_component(monkeypatch):
     assert not records[0]["agree"]
     assert "mlp_fc2" in records[0]["differing_components"]
     assert "qkv" not in records[0]["differing_components"]
+
+
+# --- what a surviving mutant showed untested (whole-core mutation run, issue 47) ------------------
+def test_a_count_result_is_hashable_whatever_its_tables_hold():
+    from vitbench.counters import CountResult
+
+    one = CountResult(model="m", batch_size=1, dispatch_macs=5, dispatch_by_group={"mlp": 5}, fvcore_by_module={"": 5})
+    other = CountResult(model="m", batch_size=1, dispatch_macs=5, dispatch_by_group={"mlp": 4})
+    assert {one, other} and hash(one) == hash(other)  # the tables (dicts) are left out of the hash
+    assert one != other
+
+
+def test_a_model_too_large_to_trace_is_refused_before_anything_is_built(monkeypatch):
+    from vitbench.counters import run
+    from vitbench.counters.limits import CountingRefused
+    from vitbench.specs import with_overrides
+
+    def built(*args, **kwargs):
+        raise AssertionError("the model was traced")
+
+    monkeypatch.setattr(run, "run_dispatch", built)
+    monkeypatch.setattr(run, "run_fvcore", built)
+    spec = with_overrides(resolve("vit-ti/16"), depth=100_000)
+    with pytest.raises(CountingRefused, match="100,000 blocks"):
+        count_detailed(spec, counters=("dispatch",))
+
+
+def test_the_module_table_of_a_model_vitbench_does_not_recognise_has_no_components():
+    import torch
+
+    from vitbench.counters import module_table
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 6 * 6, 2))
+    rows = {r["module"]: r for r in module_table(model, depth=1, input_size=(3, 8, 8))}
+    assert list(rows) == ["", "0", "2"]  # Flatten has no parameters and no MACs
+    assert rows["0"]["macs"] == 6 * 6 * 4 * 3 * 9 and rows["2"]["macs"] == 4 * 6 * 6 * 2  # by hand
+    assert all("component" not in r for r in rows.values())
+
+
+def test_the_module_table_names_components_below_the_root_only():
+    from vitbench.counters import module_table
+
+    rows = {r["module"]: r for r in module_table("mnist-vit", depth=1)}
+    assert "component" not in rows[""]  # the whole model computes every component
+    named = {r.get("component") for path, r in rows.items() if path}
+    assert named and "" not in named and not any(str(c).startswith("other:") for c in named if c)
+
+
+def test_a_counted_record_with_a_table_depth_carries_fvcore_s_table():
+    from vitbench.counters import counted_record
+
+    from vitbench.models.references import resolve_all
+
+    [target] = resolve_all(["mnist-vit"], {})
+    record = counted_record(target, 1, ("fvcore",), table_depth=1)
+    assert "fvcore_table" in record and "module" in record["fvcore_table"] and "blocks" in record["fvcore_table"]
+    assert "fvcore_table" not in counted_record(target, 1, ("fvcore",))
+
+
+def test_a_dispatch_count_is_hashable_and_counts_each_operator_in_macs():
+    import torch
+
+    from vitbench.counters.dispatch import DispatchCount, dispatch_count
+
+    assert hash(DispatchCount(5, {"addmm": 5}, {"": 5})) == hash(DispatchCount(5, {"mm": 5}, {"x": 5}))
+    counted = dispatch_count(torch.nn.Linear(16, 8), (torch.zeros(4, 16),))
+    assert counted.macs == 4 * 16 * 8 and counted.by_operator == {"addmm": 4 * 16 * 8}  # MACs, not FLOPs
+    assert counted.by_module == {"": 4 * 16 * 8}
+
+
+def test_pytorch_s_native_attention_fast_path_is_counted_by_hand():
+    import torch
+
+    from vitbench.counters.dispatch import dispatch_count
+
+    class SelfAttention(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.attention = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+
+        def forward(self, x):
+            return self.attention(x, x, x, need_weights=False)[0]
+
+    model = SelfAttention().eval()
+    counted = dispatch_count(model, (torch.randn(3, 5, 16),))
+    assert "_native_multi_head_attention" in counted.by_operator  # eval, no grad, batch first: the fast path
+    n, d = 5, 16  # q, k, v and output projections 4 n d^2, then q k^T and attention x v 2 n^2 d, a sample
+    assert counted.macs == 3 * (4 * n * d * d + 2 * n * n * d)
+
+
+def test_the_fused_attention_formulas_on_shapes_worked_by_hand():
+    from vitbench.counters.formulas import mha_activations, mha_macs, sdpa_activations, sdpa_macs
+
+    q, k, v = (2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 4)  # B 2, h 3, n 5, m 7, d_h 8, d_v 4
+    assert sdpa_macs(q, k, v) == 2 * 3 * 5 * 7 * 8 + 2 * 3 * 5 * 7 * 4 == 2520
+    assert sdpa_activations(q, k, v) == 2 * 3 * 5 * 7 + 2 * 3 * 5 * 4 == 330  # scores + output
+    query, key = (2, 5, 16), (2, 7, 16)  # B 2, n 5, m 7, E 16, 4 heads
+    assert mha_macs(query, key, 16) == 2 * 5 * 256 + 2 * 2 * 7 * 256 + 2 * 2 * 5 * 7 * 16 + 2 * 5 * 256 == 14528
+    assert mha_activations(query, key, 16, 4) == 2 * ((5 + 14) * 16 + 4 * 5 * 7 + 2 * 5 * 16) == 1208

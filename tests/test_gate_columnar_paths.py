@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 
-from vitbench.gate import EnvDifference, RuleError, compare, comparing, verdicts
+from vitbench.gate import EnvDifference, RuleError, Verdict, compare, comparing, verdicts
 from vitbench.gate.array_verdicts import Verdicts
 from vitbench.reporting.gate import render
 
@@ -234,3 +234,27 @@ def test_the_columnar_rows_and_labels_are_sequences(tmp_path, monkeypatch):
     assert repr(result.removed) == "('d b8', 'e b8')"
     with pytest.raises(TypeError):
         hash(result.added)
+
+
+def test_plain_configurations_are_decided_on_arrays_and_only_odd_ones_left_to_the_record_path(tmp_path, monkeypatch):
+    # the columnar gate's speed (issue 45) is that plain configurations never reach the record
+    # path; a configuration whose runs hold a value no measurement gives is left to it, alone
+    header = "model,batch_size,status,throughput_img_s,run_medians_s\n"
+    base = header + f"a,8,ok,800.0,{RUNS}\nb,8,ok,800.0,{RUNS}\nc,8,ok,800.0,{RUNS}\n"
+    cur = header + f'a,8,ok,615.0,{SLOW}\nb,8,ok,800.0,{RUNS}\nc,8,ok,800.0,"[0.0100,-0.0101,0.0102]"\n'
+    result = _on_columns(monkeypatch, _files(tmp_path, base, cur), ["throughput:-5%"])
+    assert sorted(result.rows.scalar) == [2]  # c, the third configuration in the current file's order
+    one_run = cur.replace('"[0.0100,-0.0101,0.0102]"', '"[0.0100]"')
+    assert sorted(_on_columns(monkeypatch, _files(tmp_path, base, one_run), ["throughput:-5%"]).rows.scalar) == []
+    _same(result, _on_records(monkeypatch, _files(tmp_path, base, cur), ["throughput:-5%"]))
+
+
+@pytest.mark.parametrize("rule", ["peak_memory:0.5%", "peak_memory:+0.5%", "peak_memory:-0.5%"])
+def test_a_metric_that_stays_at_zero_holds_a_relative_rule_on_columns(tmp_path, monkeypatch, rule):
+    # 0 -> 0 is no change (0%), not a change of unknown sign: within any relative threshold
+    header = "model,batch_size,status,peak_memory_bytes\n"
+    files = _files(tmp_path, header + "a,8,ok,0\nb,8,ok,100\n", header + "a,8,ok,0\nb,8,ok,100\n")
+    columnar = _on_columns(monkeypatch, files, [rule])
+    assert [(r.configuration, r.verdict) for r in columnar.rows] == [("a b8", Verdict.OK), ("b b8", Verdict.OK)]
+    assert columnar.passed
+    _same(columnar, _on_records(monkeypatch, files, [rule]))

@@ -196,6 +196,17 @@ def test_labels_name_model_size_batch_and_run_columns_of_the_key():
     assert list(labels(group(no_size, ("model", "device")), ("model", "device")).values()) == ["vit"]
 
 
+def test_a_repeated_configuration_is_named_by_its_last_row_as_its_model_is():
+    # img_size is not a key when one file lacks it: rows of one configuration may differ there;
+    # the name reads the last row, the one Group.model reads (the later row of a file wins)
+    rows = [{"model": "vit", "img_size": 224, "batch_size": 8}, {"model": "vit", "img_size": 384, "batch_size": 8}]
+    groups = group(rows, ("model", "batch_size"))
+    assert [g.model for g in groups.values()] == ["vit"]
+    assert labels(groups, ("model", "batch_size")) == {("vit", "8"): "vit 384px b8"}
+    first_missing = [{"model": "vit", "batch_size": 8}, {"model": "vit", "img_size": 384, "batch_size": 8}]
+    assert list(labels(group(first_missing, ("model",)), ("model",)).values()) == ["vit 384px"]
+
+
 def test_labels_that_would_read_the_same_get_a_hash_of_their_key():
     rows = [{"model": "vit", "spec_key": "a"}, {"model": "vit", "spec_key": "b"}, {"model": "cnn", "spec_key": "c"}]
     keys = ("spec_key", "model")
@@ -228,6 +239,13 @@ def test_repeated_rows_that_disagree_fail_the_gate():
     assert result.failures == ("current: m appears 2 times with throughput_img_s from 50 to 100; "
                                "give one row per configuration",)
     assert result.exit_code == 1
+
+
+def test_a_configuration_repeated_with_several_metrics_apart_is_one_failure():
+    cur = [_measured("m", 100.0, latency_p50_s=0.08), _measured("m", 50.0, latency_p50_s=0.16)]
+    result = compare([_measured("m", 100.0, latency_p50_s=0.08)], cur, ["params:0"])
+    assert result.failures == ("current: m appears 2 times with throughput_img_s from 50 to 100; "
+                               "give one row per configuration",)
 
 
 def test_a_numpy_or_boolean_cell_compares_as_the_number_it_holds():

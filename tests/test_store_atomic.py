@@ -16,16 +16,17 @@ import vitbench.store.atomic as atomic
 from vitbench.results import atomic_write_text
 
 
-def test_the_new_file_replaces_the_old_whole_with_the_umask_permissions(tmp_path):
+@pytest.mark.parametrize("umask, mode", [(0o027, 0o640), (0o022, 0o644), (0, 0o666)])
+def test_the_new_file_replaces_the_old_whole_with_the_umask_permissions(tmp_path, umask, mode):
     target = tmp_path / "f.csv"
     target.write_bytes(b"old\n")
-    old = os.umask(0o027)
+    old = os.umask(umask)
     try:
         atomic.write_atomic(target, (b"a" * 70_000, b"b\n"))  # chunks, one larger than one os.write may take
     finally:
         os.umask(old)
     assert target.read_bytes() == b"a" * 70_000 + b"b\n"
-    assert stat.S_IMODE(os.stat(target).st_mode) == 0o640
+    assert stat.S_IMODE(os.stat(target).st_mode) == mode  # a new file's usual 0o666, less the umask
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.csv"]
 
 

@@ -37,6 +37,12 @@ def test_an_export_writes_the_csv_from_the_folder_or_its_rows_file(tmp_path):
     assert (tmp_path / "out" / "results.csv").read_text() == CSV
 
 
+def test_an_export_makes_the_folders_it_needs(tmp_path):
+    store = _store(tmp_path / "s")
+    out = tmp_path / "reports" / "2026" / "run"
+    assert export_store(store, out) == [out / "results.csv"] and (out / "results.csv").read_text() == CSV
+
+
 def test_a_store_without_rows_exports_an_empty_csv(tmp_path):
     Store.open(tmp_path / "s").close()
     export_store(tmp_path / "s", tmp_path / "s")
@@ -115,6 +121,9 @@ def test_parquet_of_a_column_of_text_and_integers_beyond_int64_is_text(tmp_path)
     records = [{"v": 2**64}, {"v": "x"}, {"v": -(10**38)}]
     table = pq.read_table(pa.BufferReader(parquet_bytes(records, {})))
     assert table.column("v").to_pylist() == [str(2**64), "x", str(-(10**38))]
+    records = [{"v": 2**64}, {"v": 0}]  # one past uint64's largest: the exact integer as a decimal
+    table = pq.read_table(pa.BufferReader(parquet_bytes(records, {})))
+    assert str(table.schema.field("v").type) == "decimal128(38, 0)" and table.column("v").to_pylist() == [2**64, 0]
     records = [{"v": -1}, {"v": 2**63}]  # one below 0: no uint64
     table = pq.read_table(pa.BufferReader(parquet_bytes(records, {})))
     assert str(table.schema.field("v").type) == "decimal128(38, 0)" and table.column("v").to_pylist() == [-1, 2**63]

@@ -118,6 +118,15 @@ def test_a_line_of_the_longest_length_is_read_and_a_longer_one_skipped_whole(tmp
     assert found[1][2] == longer[:101]  # its first MAX_ROW_LINE_BYTES + 1 bytes
 
 
+def test_an_overlong_line_longer_than_a_skipping_read_is_still_one_damaged_record(tmp_path, monkeypatch):
+    monkeypatch.setattr(input_files, "MAX_ROW_LINE_BYTES", 100)
+    a, c = _line('{"id":"a"}'), _line('{"id":"c"}')
+    overlong = b"x" * (5 * 2**20 // 2) + b"\n"  # 2.5 MiB: the rest is skipped over several 1 MiB reads
+    found = _scan(tmp_path, a + overlong + c)
+    assert [(n, offset, row) for n, offset, _, row in found] == [
+        (1, 0, "a"), (2, len(a), None), (3, len(a) + len(overlong), "c")]
+
+
 def test_an_overlong_last_line_without_its_newline_is_one_damaged_record(tmp_path, monkeypatch):
     monkeypatch.setattr(input_files, "MAX_ROW_LINE_BYTES", 50)
     a = _line('{"id":"a"}')

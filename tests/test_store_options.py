@@ -90,3 +90,11 @@ def test_options_that_make_no_sense_are_refused_before_the_store_is_touched(tmp_
 def test_a_single_export_format_given_as_text_is_one_format():
     assert StoreOptions(export="parquet").export == ("parquet",)
     assert StoreOptions(export=["csv"]).export == ("csv",)
+
+
+def test_the_default_options_are_the_default_sweep_settings():
+    # launchers open a store with StoreOptions() when given none: the same as a sweep asked nothing
+    from vitbench.sweeps.settings import SweepSettings
+
+    assert StoreOptions() == SweepSettings().store_options()
+    assert not StoreOptions().resume and not StoreOptions().retry_failed  # retry_failed needs resume

@@ -13,7 +13,7 @@ from vitbench import input_files
 from vitbench.errors import shown
 from vitbench.input_files import MAX_DEFINITION_BYTES, MAX_ROW_LINE_BYTES, load_json, open_input, read_input_bytes
 from vitbench.results import Records, read_csv_records
-from vitbench.store.format import CRC_KEY, decode_record, scan
+from vitbench.store.format import decode_record, scan
 from vitbench.store.layout import (
     CSV_NAME,
     DEFINITION_NAME,
@@ -104,13 +104,13 @@ def is_store(path: str | os.PathLike) -> bool:
 
 
 def _valid_records(path: Path, damaged: list[int]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(byte offset, record) of each valid record of a rows file, its checksum removed; the line
-    numbers of damaged records (or records without an id) go to ``damaged``."""
+    """(byte offset, record) of each valid record of a rows file (no checksum member: decode_record
+    parses the body without it); the line numbers of damaged records (or records without an id)
+    go to ``damaged``."""
     for number, offset, _, row in scan(path):
         if row is None or "id" not in row:
             damaged.append(number)
             continue
-        row.pop(CRC_KEY, None)
         yield offset, row
 
 
@@ -172,7 +172,6 @@ def stream_latest(path: Path, *, single_definition: bool = True) -> tuple[list[s
                 handle.seek(offset)
                 row = decode_record(handle.readline(MAX_ROW_LINE_BYTES + 1)[:-1])
                 if row is not None:
-                    row.pop(CRC_KEY, None)
                     yield {c: row.get(c) for c in names}
 
     return names, in_file_order() if in_order and single_definition else by_offset(), problems
