@@ -6,6 +6,26 @@ mutant, see :mod:`tests.mutation.mutants`). The targets' older list, by name alo
 from __future__ import annotations
 
 EQUIVALENT_BY_MODULE: dict[str, dict[str, str]] = {
+    "vitbench/counters/fvcore_counter.py": {
+        "_quiet|constant|False -> True": "fvcore's warnings about unsupported operators go to its logger, which "
+                                         "_silenced() holds at ERROR around every analysis (the facts are returned as data)",
+        "_quiet|remove|analysis.tracer_warnings('none') -> pass": "the tracer's warnings are Python warnings, which "
+                                                                  "_silenced() ignores around every analysis",
+        **{f"_mha_acts|constant|{before} -> {after}": "query, key and value of PyTorch's native attention are one tensor "
+           "(nn.MultiheadAttention takes its fast path only for self-attention): any of their shapes is the others'"
+           for before, after in (("0", "1"), ("1", "2"))},
+    },
+    "vitbench/counters/memory_trace.py": {
+        "_trace|constant|0 -> -1": "the labels are fake tensors (no values): only their shape and dtype reach the trace",
+        "_trace|constant|0 -> 1#1": "forward_end is set by every step before it is read: its first value is never returned",
+        "_trace|constant|2 -> 3": "a third step repeats the second: the optimizer's state exists from the first, "
+                                  "only the second is recorded, and the last step's forward end is the same steady state",
+    },
+    "vitbench/counters/validate.py": {
+        "_differing|constant|0 -> -1":
+            "the default of a group the formulas do not have: a counted group is never 0 (own_macs drops modules "
+            "without MACs), so it differs from the default 0 and -1 alike",
+    },
     "vitbench/counters/dispatch.py": {
         "dispatch_count|remove|continue -> pass":
             "FlopCounterMode's 'Global' total and the root module's are the same (every operator runs inside the "
