@@ -15,6 +15,10 @@ EQUIVALENT_BY_MODULE: dict[str, dict[str, str]] = {
            "(nn.MultiheadAttention takes its fast path only for self-attention): any of their shapes is the others'"
            for before, after in (("0", "1"), ("1", "2"))},
     },
+    "vitbench/analytic/convnext.py": {
+        "elementwise_by_kind|constant|0 -> -1": "stage_resolution(i) halves the stem's map i times: range(-1) is as "
+                                                "empty as range(0)",
+    },
     "vitbench/counters/memory_trace.py": {
         "_trace|constant|0 -> -1": "the labels are fake tensors (no values): only their shape and dtype reach the trace",
         "_trace|constant|0 -> 1#1": "forward_end is set by every step before it is read: its first value is never returned",
