@@ -141,3 +141,18 @@ def test_a_model_without_a_spec_is_weighed_by_its_dispatch_count():
     reason = executed_macs_refusal(target, 2, 10**12 + 1)
     assert reason.startswith("batch_size=2, img_size=224x320: ") and "dispatch" in reason
     assert executed_macs_refusal(SimpleNamespace(spec=_mnist().spec, input_size=(1, 28, 28)), 2, 10**13) is None
+
+
+def test_a_trace_refusal_without_a_batch_size_is_for_one_image():
+    from vitbench.counters.limits import trace_refusal
+    from vitbench.presets import resolve
+    from vitbench.specs import with_overrides
+
+    # 2^18 px, no position table: (2^14)^2 tokens, one block: its attention alone is 2 n^2 d MACs an image
+    spec = with_overrides(resolve("vit-ti/16"), img_size=2**18, depth=1, pos_embed="none")
+    refusal = trace_refusal(spec, "the trace")
+    assert refusal == trace_refusal(spec, "the trace", 1) and "more elements than torch counts" in refusal
+    patches, d = (2**18 // 16) ** 2, 192
+    n = patches + 1  # and the class token
+    by_hand = 2 * n * n * d + 12 * n * d * d + patches * 3 * 16 * 16 * d + d * 1000  # attention, block, patches, head
+    assert f"the step is {by_hand:.2e} MACs" in refusal
