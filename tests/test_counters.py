@@ -253,3 +253,48 @@ def test_the_fused_attention_formulas_on_shapes_worked_by_hand():
     query, key = (2, 5, 16), (2, 7, 16)  # B 2, n 5, m 7, E 16, 4 heads
     assert mha_macs(query, key, 16) == 2 * 5 * 256 + 2 * 2 * 7 * 256 + 2 * 2 * 5 * 7 * 16 + 2 * 5 * 256 == 14528
     assert mha_activations(query, key, 16, 4) == 2 * ((5 + 14) * 16 + 4 * 5 * 7 + 2 * 5 * 16) == 1208
+
+
+def test_a_vit_layout_is_found_by_its_patch_embedding_and_attention_modules():
+    from vitbench.counters.components import vit_layout
+
+    assert vit_layout(["patch_embed.proj", "blocks.0.attn.qkv", "blocks.0.attn", "blocks.0.mlp.fc1", "head"]) == "vit"
+    assert vit_layout(["patch_embed", "blocks.0.attn"]) == "vit"  # qkv computed inside attn (F.linear)
+    assert vit_layout(["patch_embed.proj", "blocks.0.mlp.fc1"]) is None  # no attention: not a ViT
+    assert vit_layout(["blocks.0.attn.qkv", "blocks.0.attn"]) is None  # no patch embedding
+    assert vit_layout(["patch_embed.proj", "blocks.0.attn.rel_pos.mlp"]) is None  # a position MLP is no attention
+    # torchvision: ViT (conv_proj + self_attention), Swin (features.0, attention computing qkv itself)
+    assert vit_layout(["conv_proj", "encoder.layers.encoder_layer_0.self_attention"]) == "torchvision"
+    assert vit_layout(["features.0", "features.1.0.attn"]) == "torchvision"
+    assert vit_layout(["conv1", "layer1.0.conv1", "fc"]) is None
+
+
+def test_a_live_vit_module_without_a_spec_gets_its_components_in_the_module_table():
+    import torch
+
+    from vitbench.counters import module_table
+
+    class Attention(torch.nn.Module):
+        def __init__(self, d: int) -> None:
+            super().__init__()
+            self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+
+        def forward(self, x):
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            return self.proj(torch.nn.functional.scaled_dot_product_attention(q, k, v))
+
+    class TinyViT(torch.nn.Module):
+        def __init__(self, d: int = 8) -> None:
+            super().__init__()
+            self.patch_embed = torch.nn.Conv2d(3, d, 4, stride=4)
+            self.blocks = torch.nn.ModuleList([torch.nn.ModuleDict({"attn": Attention(d)})])
+            self.head = torch.nn.Linear(d, 2)
+
+        def forward(self, x):
+            tokens = self.patch_embed(x).flatten(2).transpose(1, 2)
+            return self.head(self.blocks[0]["attn"](tokens).mean(1))
+
+    rows = {r["module"]: r for r in module_table(TinyViT(), depth=4, input_size=(3, 8, 8))}
+    assert {path: r.get("component") for path, r in rows.items()} == {
+        "": None, "patch_embed": "patch_embed", "blocks": None, "blocks.0": None, "blocks.0.attn": "attn_matmul",
+        "blocks.0.attn.qkv": "qkv", "blocks.0.attn.proj": "attn_proj", "head": "head"}
