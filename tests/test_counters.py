@@ -41,6 +41,12 @@ def test_default_resolutions_include_non_square():
     assert (224, 224) in sizes and any(h != w for h, w in sizes) and len(sizes) >= 3
 
 
+def test_an_imagenet_resnet_is_validated_at_multiples_of_its_stride():
+    # stem convolution and max-pool (stride 4), then three stride-2 stages: 32 pixels per output
+    sizes = default_resolutions(resolve("resnet50"))
+    assert sizes == [(224, 224), (64, 64), (96, 160)]
+
+
 @pytest.mark.slow
 def test_complexity_notebook_fvcore_figures_reproduced_exactly():
     # the notebook “Vision Transformers: From Theory to Practice”: fvcore #flops (its convention: MACs + LayerNorm at 5 per element) and #activations
@@ -298,3 +304,19 @@ def test_a_live_vit_module_without_a_spec_gets_its_components_in_the_module_tabl
     assert {path: r.get("component") for path, r in rows.items()} == {
         "": None, "patch_embed": "patch_embed", "blocks": None, "blocks.0": None, "blocks.0.attn": "attn_matmul",
         "blocks.0.attn.qkv": "qkv", "blocks.0.attn.proj": "attn_proj", "head": "head"}
+
+
+def test_swin_and_convnext_modules_map_to_their_own_components():
+    from vitbench.counters.components import component_layout
+    from vitbench.specs.convnext import ConvNeXtSpec
+    from vitbench.specs.swin import SwinSpec
+
+    swin, convnext = SwinSpec(), ConvNeXtSpec()  # the defaults: Swin-T, ConvNeXt-T
+    torchvision_swin, _ = component_layout(swin, "torchvision")
+    assert torchvision_swin("features.1.0.attn") == "attention"  # qkv and projection computed inside it
+    assert torchvision_swin("features.0.0") == "patch_embed" and torchvision_swin("features.2.reduction") == "patch_merging"
+    timm_swin, _ = component_layout(swin, "vit")
+    assert timm_swin("layers.0.blocks.0.attn") == "attn_matmul" and timm_swin("layers.0.blocks.0.attn.qkv") == "qkv"
+    to_group, groups = component_layout(convnext, None)
+    assert to_group("stages.0.blocks.0.conv_dw") == "dwconv" and to_group("features.1.0.block.0") == "dwconv"
+    assert to_group("stages.1.downsample.1") == "downsample" and "dwconv" in groups
