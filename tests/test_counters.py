@@ -320,3 +320,46 @@ def test_swin_and_convnext_modules_map_to_their_own_components():
     to_group, groups = component_layout(convnext, None)
     assert to_group("stages.0.blocks.0.conv_dw") == "dwconv" and to_group("features.1.0.block.0") == "dwconv"
     assert to_group("stages.1.downsample.1") == "downsample" and "dwconv" in groups
+
+
+def test_counted_columns_fill_a_row_without_a_formula():
+    from vitbench.counters.fill import fill_counted
+
+    both = fill_counted({"module_params": 5, "dispatch_macs": 10, "fvcore_macs": 10})
+    assert both == {"module_params": 5, "params": 5, "params_source": "module", "dispatch_macs": 10, "fvcore_macs": 10,
+                    "macs": 10, "macs_source": "dispatch", "flops": 20, "agree": True}  # flops = 2 x MACs
+    assert fill_counted({"dispatch_macs": 10, "fvcore_macs": 12})["agree"] is False
+    fvcore_only = fill_counted({"fvcore_macs": 7})
+    assert (fvcore_only["macs"], fvcore_only["macs_source"], fvcore_only["flops"]) == (7, "fvcore", 14)
+    assert "agree" not in fvcore_only
+    analytic = fill_counted({"params": 3, "macs": 4, "dispatch_macs": 5})
+    assert analytic["macs"] == 4 and analytic["macs_source"] == "analytic" and "flops" not in analytic
+
+
+def test_a_small_vit_at_its_size_is_validated_component_by_component():
+    from vitbench.counters.validate import validate
+
+    [row] = validate(["mnist-vit"], resolutions=[28], batch_sizes=(1,), counters=("dispatch",))
+    assert row["agree"] is True and row["differing_components"] == "" and row["dispatch_macs"] == row["macs"]
+    [capped] = validate(["mnist-vit"], resolutions=[28], batch_sizes=(1,), fvcore_budget_macs=1)
+    assert capped["fvcore_macs"] is None and "fvcore skipped" in capped["notes"] and capped["dispatch_macs"] == row["macs"]
+
+
+def test_a_live_module_is_validated_at_each_size_asked():
+    import torch
+
+    from vitbench.counters.validate import validate
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+                                torch.nn.Linear(4, 2))
+    model.img_size = 8  # what the module says of its input (as torchvision's ViT does)
+    rows = validate([model], resolutions=[8, (6, 10)], batch_sizes=(1,))
+    assert [r["img_size"] for r in rows] == [8, "6x10"]
+    # the convolution's MACs: H x W x 4 outputs x 3 x 3 x 3, plus the head's 4 x 2
+    assert [r["dispatch_macs"] for r in rows] == [8 * 8 * 4 * 27 + 8, 6 * 10 * 4 * 27 + 8]
+
+
+def test_a_size_the_preset_already_has_is_replaced_to_keep_three():
+    from vitbench.specs import with_overrides
+
+    assert default_resolutions(with_overrides(resolve("vit-ti/16"), img_size=32)) == [(32, 32), (48, 80), (64, 64)]
