@@ -81,3 +81,13 @@ def test_formulas_and_the_analytic_audit_import_no_torch():
             "assert len(records) > 100; heavy = {'torch', 'timm', 'pandas'} & set(sys.modules); "
             "assert not heavy, sorted(heavy)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_reading_cannot_be_changed_by_whoever_holds_it():
+    import dataclasses
+
+    from vitbench.presets import resolve
+
+    reading = conventions.params_readings(resolve("vit-ti/16"))[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        reading.value = 0

@@ -354,7 +354,7 @@ def test_a_live_module_is_validated_at_each_size_asked():
                                 torch.nn.Linear(4, 2))
     model.img_size = 8  # what the module says of its input (as torchvision's ViT does)
     rows = validate([model], resolutions=[8, (6, 10)], batch_sizes=(1,))
-    assert [r["img_size"] for r in rows] == [8, "6x10"]
+    assert [r["img_size"] for r in rows] == [8, "6x10"] and all(r["agree"] is True for r in rows)  # fvcore = dispatch
     # the convolution's MACs: H x W x 4 outputs x 3 x 3 x 3, plus the head's 4 x 2
     assert [r["dispatch_macs"] for r in rows] == [8 * 8 * 4 * 27 + 8, 6 * 10 * 4 * 27 + 8]
 
@@ -363,3 +363,16 @@ def test_a_size_the_preset_already_has_is_replaced_to_keep_three():
     from vitbench.specs import with_overrides
 
     assert default_resolutions(with_overrides(resolve("vit-ti/16"), img_size=32)) == [(32, 32), (48, 80), (64, 64)]
+
+
+def test_a_model_without_a_formula_at_an_automatic_batch_size_has_its_parameters_counted():
+    import torch
+
+    from vitbench.counters.fill import counted_identity
+    from vitbench.models.references import resolve as resolve_target
+
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(12, 2))
+    model.img_size = 2
+    target = resolve_target(model)
+    assert counted_identity(target, "auto") == {"params": 12 * 2 + 2}  # per image MACs need a whole batch
+    assert counted_identity(target, 3) == {"params": 26, "macs": 3 * 24, "flops": 2 * 3 * 24}
