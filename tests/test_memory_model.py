@@ -253,3 +253,14 @@ def test_predicted_training_peak_within_10_percent_of_measured(name, overrides, 
 @pytest.mark.parametrize("name, overrides, batch_size", MEASURED_SLOW)
 def test_predicted_training_peak_within_10_percent_of_measured_larger(name, overrides, batch_size):
     _check_against_measurement(name, overrides, batch_size)
+
+
+@pytest.mark.parametrize("mode, precision, optimizer, field", [
+    ("fit", "fp64", "lion", "mode"), ("train", "fp64", "lion", "precision"), ("train", "bf16", "lion", "optimizer")])
+def test_run_choices_are_checked_and_the_first_bad_one_named(mode, precision, optimizer, field):
+    from vitbench.analytic.memory.closed_forms import check_run
+    from vitbench.errors import SpecError
+
+    with pytest.raises(SpecError, match=f"^{field}="):
+        check_run(mode, precision, optimizer)
+    check_run("train", "bf16", "adamw")  # all known: no error
