@@ -376,3 +376,36 @@ def test_a_model_without_a_formula_at_an_automatic_batch_size_has_its_parameters
     target = resolve_target(model)
     assert counted_identity(target, "auto") == {"params": 12 * 2 + 2}  # per image MACs need a whole batch
     assert counted_identity(target, 3) == {"params": 26, "macs": 3 * 24, "flops": 2 * 3 * 24}
+
+
+def test_fvcore_counts_the_native_attention_fast_path_as_the_explicit_one():
+    import torch
+
+    from vitbench.counters.fvcore_counter import FvcoreCount, fvcore_count
+
+    class SelfAttention(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.attention = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+
+        def forward(self, x):
+            return self.attention(x, x, x, need_weights=False)[0]
+
+    x = torch.randn(3, 5, 16)
+    explicit = fvcore_count(SelfAttention().eval(), (x,))  # parameters that need gradients: no fast path
+    fused = fvcore_count(SelfAttention().eval().requires_grad_(False), (x,))
+    assert set(fused.by_operator) == {"_native_multi_head_attention"} and "linear" in explicit.by_operator
+    n, d = 5, 16  # a sample: projections 4 n d^2 + q k^T and attention x v 2 n^2 d MACs; activations:
+    assert fused.macs == explicit.macs == 3 * (4 * n * d * d + 2 * n * n * d)
+    # q, k, v (3 n d), 2 heads' scores (2 n^2), attention output and projection (2 n d)
+    assert fused.activations == explicit.activations == 3 * (3 * n * d + 2 * n * n + 2 * n * d)
+    assert hash(fused) == hash(FvcoreCount(fused.macs, fused.flops, fused.activations, {}, {}, {"x": 1}))
+
+
+def test_fvcore_counts_a_same_padded_convolution():
+    import torch
+
+    from vitbench.counters.fvcore_counter import fvcore_count
+
+    counted = fvcore_count(torch.nn.Conv2d(3, 4, 3, padding="same"), (torch.randn(1, 3, 8, 8),))
+    assert counted.by_operator == {"_convolution_mode": 8 * 8 * 4 * 3 * 9}  # outputs x in-channels x kernel
