@@ -409,3 +409,19 @@ def test_fvcore_counts_a_same_padded_convolution():
 
     counted = fvcore_count(torch.nn.Conv2d(3, 4, 3, padding="same"), (torch.randn(1, 3, 8, 8),))
     assert counted.by_operator == {"_convolution_mode": 8 * 8 * 4 * 3 * 9}  # outputs x in-channels x kernel
+
+
+def test_an_operator_fvcore_counts_that_is_no_mac_is_listed_not_mixed_into_macs(monkeypatch):
+    import torch
+
+    from vitbench.counters import fvcore_counter
+
+    # fvcore 0.1.5 counts only MACs and norm-like operators; a later one (here: a handle for relu,
+    # which vitbench otherwise tells fvcore to ignore) may count more: kept out of the MACs, said
+    monkeypatch.setattr(fvcore_counter, "IGNORED_OPERATORS", tuple(o for o in fvcore_counter.IGNORED_OPERATORS
+                                                                  if o != "aten::relu"))
+    monkeypatch.setitem(fvcore_counter.FLOP_HANDLES, "aten::relu", lambda inputs, outputs: 7)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
+    counted = fvcore_counter.fvcore_count(model, (torch.randn(2, 4),), activations=False)
+    assert counted.by_operator == {"linear": 2 * 4 * 3, "relu": 7}
+    assert counted.macs == 24 and counted.flops == 31 and counted.unsupported == {"counted-as-non-mac:relu": 7}

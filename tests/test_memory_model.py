@@ -264,3 +264,15 @@ def test_run_choices_are_checked_and_the_first_bad_one_named(mode, precision, op
     with pytest.raises(SpecError, match=f"^{field}="):
         check_run(mode, precision, optimizer)
     check_run("train", "bf16", "adamw")  # all known: no error
+
+
+def test_a_fixed_sincos_table_is_counted_as_the_built_module_s_buffer():
+    import vitbench
+    from vitbench.analytic.memory.closed_forms import buffers_bytes
+    from vitbench.specs import with_overrides
+
+    spec = with_overrides(resolve("ablation-vit"), pos_embed="sincos-2d")
+    module = vitbench.build_model(spec)
+    held = sum(b.numel() * b.element_size() for b in module.buffers())
+    assert buffers_bytes(spec) == held == 4 * 16 * 256  # fp32, N = 4 x 4 patches, d = 256
+    assert buffers_bytes(resolve("ablation-vit")) == 0  # a learned table is a weight
