@@ -229,7 +229,7 @@ MEASURED_SLOW = [
 ]
 
 
-def _check_against_measurement(name, overrides, batch_size):
+def _check_against_measurement(name, overrides, batch_size, tolerance=0.10):
     try:
         from vitbench.measure.memory import peak_memory
         from vitbench.settings import RunSettings
@@ -240,7 +240,7 @@ def _check_against_measurement(name, overrides, batch_size):
         spec, RunSettings(device="cpu", mode="train", batch_size=batch_size, optimizer="adamw", warmup=1)
     )["peak_memory_bytes"]
     predicted = memory_estimate(spec, batch_size, mode="train", optimizer="adamw").peak_bytes
-    assert abs(predicted - measured) <= 0.10 * measured, (predicted, measured)
+    assert abs(predicted - measured) <= tolerance * measured, (predicted, measured)
 
 
 @pytest.mark.parametrize("name, overrides, batch_size", MEASURED)
@@ -276,3 +276,9 @@ def test_a_fixed_sincos_table_is_counted_as_the_built_module_s_buffer():
     held = sum(b.numel() * b.element_size() for b in module.buffers())
     assert buffers_bytes(spec) == held == 4 * 16 * 256  # fp32, N = 4 x 4 patches, d = 256
     assert buffers_bytes(resolve("ablation-vit")) == 0  # a learned table is a weight
+
+
+def test_a_small_resnet_s_training_peak_is_the_allocator_s_within_a_percent():
+    # the oneDNN convolutions' replay, against the allocator's own peak (72 bytes of 51.4 MB apart
+    # on torch 2.13, 2.14 and 2.15; 10% is the slow cases' bound, where oneDNN's scratchpads vary)
+    _check_against_measurement("chapter-resnet-small", {}, 2, tolerance=0.01)
