@@ -425,3 +425,20 @@ def test_an_operator_fvcore_counts_that_is_no_mac_is_listed_not_mixed_into_macs(
     counted = fvcore_counter.fvcore_count(model, (torch.randn(2, 4),), activations=False)
     assert counted.by_operator == {"linear": 2 * 4 * 3, "relu": 7}
     assert counted.macs == 24 and counted.flops == 31 and counted.unsupported == {"counted-as-non-mac:relu": 7}
+
+
+def test_fvcore_is_kept_from_building_a_model_whose_weights_take_half_the_memory(monkeypatch):
+    import torch
+
+    from vitbench.counters import run
+    from vitbench.models.references import resolve as resolve_target
+
+    shared = torch.nn.Linear(100, 100)  # 10,100 parameters, 40,400 bytes, used twice: held once
+    model = torch.nn.Sequential(torch.nn.Flatten(), shared, shared)
+    model.img_size = 10
+    target = resolve_target(model)
+    monkeypatch.setattr(run, "_available_memory", lambda: 2 * 40_400)
+    assert run._too_big_to_execute(target) is None
+    monkeypatch.setattr(run, "_available_memory", lambda: 2 * 40_400 - 2)
+    assert run._too_big_to_execute(target) == (
+        "its parameters (0.0 GB) would take more than half of the memory available (0.0 GB)")
