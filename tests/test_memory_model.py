@@ -282,3 +282,16 @@ def test_a_small_resnet_s_training_peak_is_the_allocator_s_within_a_percent():
     # the oneDNN convolutions' replay, against the allocator's own peak (72 bytes of 51.4 MB apart
     # on torch 2.13, 2.14 and 2.15; 10% is the slow cases' bound, where oneDNN's scratchpads vary)
     _check_against_measurement("chapter-resnet-small", {}, 2, tolerance=0.01)
+
+
+@pytest.mark.parametrize("field, value", [("layer_scale", True), ("reg_tokens", 4), ("qk_norm", True)])
+def test_a_vit_field_the_replay_does_not_model_is_refused_by_name(field, value):
+    from vitbench.analytic.memory.planner import unsupported_reason
+    from vitbench.specs import with_overrides
+
+    spec = with_overrides(resolve("vit-ti/16"), **{field: value})
+    assert unsupported_reason(spec) == (f"{field}={value!r} is not in the memory model; "
+                                        "measure it with `vitbench profile`")
+    with pytest.raises(SpecError, match=field):
+        memory_estimate(spec, 1)
+    assert unsupported_reason(with_overrides(resolve("vit-ti/16"), class_token=True)) is None  # the default, spelled out
