@@ -442,3 +442,25 @@ def test_fvcore_is_kept_from_building_a_model_whose_weights_take_half_the_memory
     monkeypatch.setattr(run, "_available_memory", lambda: 2 * 40_400 - 2)
     assert run._too_big_to_execute(target) == (
         "its parameters (0.0 GB) would take more than half of the memory available (0.0 GB)")
+
+
+def test_a_model_that_cannot_run_on_meta_is_counted_for_real_and_says_why_in_a_line():
+    import torch
+
+    from vitbench.counters import run
+    from vitbench.models.references import resolve as resolve_target
+
+    class RealOnly(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(12, 2)
+            self.img_size = 2
+
+        def forward(self, x):
+            if x.device.type == "meta":
+                raise RuntimeError("needs data: " + "x" * 200)
+            return self.fc(x.flatten(1))
+
+    counted, params, note = run.run_dispatch(resolve_target(RealOnly()), 3)
+    assert counted.macs == 3 * 12 * 2 and params == 26
+    assert note == f"dispatch counted by running on cpu (the model cannot run on meta: needs data: {'x' * 108})"

@@ -295,3 +295,5 @@ def test_a_vit_field_the_replay_does_not_model_is_refused_by_name(field, value):
     with pytest.raises(SpecError, match=field):
         memory_estimate(spec, 1)
     assert unsupported_reason(with_overrides(resolve("vit-ti/16"), class_token=True)) is None  # the default, spelled out
+    assert unsupported_reason(with_overrides(resolve("vit-ti/16"), num_classes=0)) == (  # a ViT encoder
+        "num_classes=0 (no head) is not in the memory model; measure it with `vitbench profile`")
