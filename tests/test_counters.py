@@ -464,3 +464,15 @@ def test_a_model_that_cannot_run_on_meta_is_counted_for_real_and_says_why_in_a_l
     counted, params, note = run.run_dispatch(resolve_target(RealOnly()), 3)
     assert counted.macs == 3 * 12 * 2 and params == 26
     assert note == f"dispatch counted by running on cpu (the model cannot run on meta: needs data: {'x' * 108})"
+
+
+def test_fvcore_skips_a_referenced_model_too_big_to_build_and_says_the_dispatch_count_stands(monkeypatch):
+    from vitbench.counters import run
+    from vitbench.models.references import resolve_all
+
+    monkeypatch.setattr(run, "_available_memory", lambda: 1000)
+    [target] = resolve_all(["mnist-vit"], {})
+    counted, params, note = run.run_fvcore(target, 1, activations=False, table_depth=None)
+    assert (counted, params) == (None, None)
+    assert note.startswith("fvcore skipped: it executes the model, and its parameters (0.0 GB) would take more than half")
+    assert note.endswith("; the dispatch count stands")
