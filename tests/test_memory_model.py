@@ -297,3 +297,9 @@ def test_a_vit_field_the_replay_does_not_model_is_refused_by_name(field, value):
     assert unsupported_reason(with_overrides(resolve("vit-ti/16"), class_token=True)) is None  # the default, spelled out
     assert unsupported_reason(with_overrides(resolve("vit-ti/16"), num_classes=0)) == (  # a ViT encoder
         "num_classes=0 (no head) is not in the memory model; measure it with `vitbench profile`")
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 2.5, True, "8"])
+def test_a_memory_estimate_refuses_a_batch_size_that_is_no_whole_positive_number(batch_size):
+    with pytest.raises(SpecError, match="^batch_size="):
+        memory_estimate(resolve("vit-ti/16"), batch_size)
