@@ -303,3 +303,26 @@ def test_a_vit_field_the_replay_does_not_model_is_refused_by_name(field, value):
 def test_a_memory_estimate_refuses_a_batch_size_that_is_no_whole_positive_number(batch_size):
     with pytest.raises(SpecError, match="^batch_size="):
         memory_estimate(resolve("vit-ti/16"), batch_size)
+
+
+def test_the_largest_batch_skips_allocations_that_do_not_grow_with_it():
+    from vitbench.analytic.memory.planner import largest_batch
+    from vitbench.analytic.memory.replay import Profile
+
+    # fixed 100 bytes; a batch-independent 50-byte point, then 10 B + 20: within 300 bytes,
+    # 10 B + 20 <= 200 gives B = 18 (the constant point never limits B)
+    profile = Profile(points=((0, 50), (10, 20)), forward_end=(0, 0), fixed=100)
+    assert largest_batch(profile, 300) == 18
+    assert profile.peak(18) == 100 + 200 <= 300 < profile.peak(19)
+
+
+def test_a_replay_starts_with_nothing_live_and_records_each_allocation():
+    from vitbench.analytic.memory.replay import Replay
+
+    replay = Replay(grad=True, low=False)
+    assert (replay.a, replay.c, replay.points, replay.batch_one) == (0, 0, [], False)  # B = 1 kernels only when asked
+    first = replay.new(8, 16)
+    replay.new(0, 4)
+    assert replay.points == [(8, 16), (8, 20)]
+    replay.drop(first)
+    assert (replay.a, replay.c) == (0, 4)
