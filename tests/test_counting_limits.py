@@ -156,3 +156,25 @@ def test_a_trace_refusal_without_a_batch_size_is_for_one_image():
     n = patches + 1  # and the class token
     by_hand = 2 * n * n * d + 12 * n * d * d + patches * 3 * 16 * 16 * d + d * 1000  # attention, block, patches, head
     assert f"the step is {by_hand:.2e} MACs" in refusal
+
+
+def test_an_input_batch_over_half_the_memory_is_refused_before_it_is_made(monkeypatch):
+    from vitbench.counters import limits
+    from vitbench.counters.limits import counting_refusal
+    from vitbench.models.references import resolve_all
+
+    [target] = resolve_all(["mnist-vit"], {})  # one image: 1 x 28 x 28 floats, 3,136 bytes
+    monkeypatch.setattr(limits, "available_memory", lambda: 2 * 8 * 3136)
+    assert counting_refusal(target, 8, ("dispatch",)) is None  # exactly half
+    refusal = counting_refusal(target, 9, ("dispatch",))
+    assert refusal == "refused: the input batch alone is 0.0 GB, more than half of the memory available (0.0 GB)"
+
+
+def test_the_most_blocks_the_counters_trace_is_allowed():
+    from vitbench.counters.limits import counting_refusal
+    from vitbench.models.references import resolve_all
+
+    [at_limit] = resolve_all(["vit-ti/16"], {"depth": MAX_TRACED_BLOCKS})
+    [over] = resolve_all(["vit-ti/16"], {"depth": MAX_TRACED_BLOCKS + 1})
+    assert counting_refusal(at_limit, 1, ("dispatch",)) is None
+    assert f"all {MAX_TRACED_BLOCKS + 1:,} blocks" in counting_refusal(over, 1, ("dispatch",))

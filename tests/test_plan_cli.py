@@ -271,3 +271,27 @@ def test_an_error_about_a_live_module_is_one_line():
     with pytest.raises(vitbench.errors.VitbenchError) as caught:
         vitbench.plan(torchvision.models.resnet18(), 2**30)
     assert "\n" not in str(caught.value) and "<ResNet object>" in str(caught.value)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("memory_bytes", -1), ("memory_bytes", 2**60 + 1), ("memory_bytes", True), ("memory_bytes", 1.5),
+    ("batch_size", 0), ("batch_size", True), ("trace", "yes"), ("trace", 1)])
+def test_plan_settings_refuse_a_bad_value_by_field(field, value):
+    from vitbench.analytic.memory.plan_settings import PlanSettings
+    from vitbench.errors import SpecError
+
+    asked = {"memory_bytes": 2**30, field: value}
+    with pytest.raises(SpecError, match=f"^{field}="):
+        PlanSettings(**asked)
+
+
+def test_plan_settings_take_the_bounds_of_a_budget_and_are_frozen():
+    import dataclasses
+
+    from vitbench.analytic.memory.plan_settings import MAX_MEMORY_BYTES, PlanSettings
+
+    assert MAX_MEMORY_BYTES == 2**60  # 1 EiB, as the error message says
+    assert PlanSettings(memory_bytes=0).memory_bytes == 0 and PlanSettings(memory_bytes=2**60).memory_bytes == 2**60
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        PlanSettings(memory_bytes=1).trace = False
+    assert PlanSettings(memory_bytes=1).trace is True  # what the replay does not cover is traced unless asked
