@@ -178,3 +178,17 @@ def test_the_most_blocks_the_counters_trace_is_allowed():
     [over] = resolve_all(["vit-ti/16"], {"depth": MAX_TRACED_BLOCKS + 1})
     assert counting_refusal(at_limit, 1, ("dispatch",)) is None
     assert f"all {MAX_TRACED_BLOCKS + 1:,} blocks" in counting_refusal(over, 1, ("dispatch",))
+
+
+def test_a_weight_larger_than_the_memory_is_refused_by_name_before_it_is_allocated(monkeypatch):
+    from vitbench.counters import limits
+    from vitbench.counters.limits import trace_refusal
+    from vitbench.presets import resolve
+    from vitbench.specs import with_overrides
+
+    monkeypatch.setattr(limits, "available_memory", lambda: 10**12)
+    spec = with_overrides(resolve("vit-ti/16"), img_size=2**20, depth=1)
+    tokens = (2**20 // 16) ** 2 + 1  # and the class token: the position table is tokens x d
+    assert trace_refusal(spec, "the trace") == (
+        f"the trace would allocate its largest weight (pos_embed: {tokens * 192:,} parameters, 3.3e+03 GB) for real, "
+        "more than the memory available (1000.0 GB); the analytic figures stand")
