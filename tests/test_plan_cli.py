@@ -295,3 +295,14 @@ def test_plan_settings_take_the_bounds_of_a_budget_and_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         PlanSettings(memory_bytes=1).trace = False
     assert PlanSettings(memory_bytes=1).trace is True  # what the replay does not cover is traced unless asked
+
+
+def test_plan_records_name_the_overrides_and_refuse_an_unknown_run_choice():
+    from vitbench.analytic.memory import plan_records
+    from vitbench.errors import SpecError
+    from vitbench.models.references import resolve_all
+
+    [row] = plan_records(resolve_all(["vit-ti/16"], {"depth": 2}), batch_size=1)
+    assert row["overrides"] == "depth=2" and row["model"] == "vit-ti/16"
+    with pytest.raises(SpecError, match="^optimizer='lion': must be one of"):
+        plan_records(["vit-ti/16"], batch_size=1, optimizer="lion")
