@@ -165,6 +165,14 @@ def test_convnext_t_elementwise_work_worked_by_hand():
     assert layernorm == 2_973_696
 
 
+def test_a_staged_model_s_entry_is_its_own_component():
+    from vitbench.analytic.convnext import macs_by_component
+    from vitbench.specs.convnext import ConvNeXtSpec
+
+    # the stem: a 4 x 4 / 4 convolution, 3 -> 96 channels, onto a 56 x 56 map
+    assert macs_by_component(ConvNeXtSpec())["stem"] == 56 * 56 * 96 * 3 * 4 * 4 == 14_450_688
+
+
 def test_resnet18_macs_by_component_per_image_are_flop_counter_modes():
     import torch
     import torchvision
