@@ -196,3 +196,40 @@ vit_specs = st.builds(
 @given(vit_specs)
 def test_random_vit_params_equal_module(spec):
     assert params(spec) == module_params(spec)
+
+
+def test_convnext_t_elementwise_work_worked_by_hand():
+    from vitbench.analytic.convnext import elementwise_by_kind
+    from vitbench.specs.convnext import ConvNeXtSpec
+
+    # ConvNeXt-T at 224: stages of 56^2, 28^2, 14^2, 7^2 positions, 96/192/384/768 channels, 3/3/9/3 blocks
+    n = [56 * 56, 28 * 28, 14 * 14, 7 * 7]
+    c, depth = [96, 192, 384, 768], [3, 3, 9, 3]
+    blocks = sum(d * p * ch for d, p, ch in zip(depth, n, c))
+    layernorm = n[0] * c[0] + blocks + sum(n[i] * c[i] for i in range(3)) + c[3]  # stem, blocks, downsamples, head
+    assert elementwise_by_kind(ConvNeXtSpec()) == {
+        "layernorm": layernorm, "gelu": sum(d * p * 4 * ch for d, p, ch in zip(depth, n, c)), "residual": blocks,
+        "layer_scale": blocks, "pool": n[3] * c[3]}
+    assert layernorm == 2_973_696
+
+
+def test_a_staged_model_s_entry_is_its_own_component():
+    from vitbench.analytic.convnext import macs_by_component
+    from vitbench.specs.convnext import ConvNeXtSpec
+
+    # the stem: a 4 x 4 / 4 convolution, 3 -> 96 channels, onto a 56 x 56 map
+    assert macs_by_component(ConvNeXtSpec())["stem"] == 56 * 56 * 96 * 3 * 4 * 4 == 14_450_688
+
+
+def test_resnet18_macs_by_component_per_image_are_flop_counter_modes():
+    import torch
+    import torchvision
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from vitbench.analytic.cnn import macs_by_component
+
+    with torch.device("meta"):
+        model = torchvision.models.resnet18()
+    with FlopCounterMode(display=False) as counter:
+        model(torch.empty(1, 3, 224, 224, device="meta"))
+    assert sum(macs_by_component(resolve("resnet18")).values()) == counter.get_total_flops() // 2  # one image

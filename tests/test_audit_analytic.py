@@ -105,3 +105,13 @@ def test_classifier_activation_and_omittable_counts_by_hand():
     assert conventions.omittable_params(ViTSpec(**tiny))["final_norm"] == 16
     assert conventions.omittable_params(ViTSpec(**tiny, final_norm=False))["final_norm"] == 0
     assert conventions.omittable_params(cnn_spec) == {"head_bias": 3}
+
+
+def test_a_reading_cannot_be_changed_by_whoever_holds_it():
+    import dataclasses
+
+    from vitbench.presets import resolve
+
+    reading = conventions.params_readings(resolve("vit-ti/16"))[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        reading.value = 0

@@ -141,3 +141,54 @@ def test_a_model_without_a_spec_is_weighed_by_its_dispatch_count():
     reason = executed_macs_refusal(target, 2, 10**12 + 1)
     assert reason.startswith("batch_size=2, img_size=224x320: ") and "dispatch" in reason
     assert executed_macs_refusal(SimpleNamespace(spec=_mnist().spec, input_size=(1, 28, 28)), 2, 10**13) is None
+
+
+def test_a_trace_refusal_without_a_batch_size_is_for_one_image():
+    from vitbench.counters.limits import trace_refusal
+    from vitbench.presets import resolve
+    from vitbench.specs import with_overrides
+
+    # 2^18 px, no position table: (2^14)^2 tokens, one block: its attention alone is 2 n^2 d MACs an image
+    spec = with_overrides(resolve("vit-ti/16"), img_size=2**18, depth=1, pos_embed="none")
+    refusal = trace_refusal(spec, "the trace")
+    assert refusal == trace_refusal(spec, "the trace", 1) and "more elements than torch counts" in refusal
+    patches, d = (2**18 // 16) ** 2, 192
+    n = patches + 1  # and the class token
+    by_hand = 2 * n * n * d + 12 * n * d * d + patches * 3 * 16 * 16 * d + d * 1000  # attention, block, patches, head
+    assert f"the step is {by_hand:.2e} MACs" in refusal
+
+
+def test_an_input_batch_over_half_the_memory_is_refused_before_it_is_made(monkeypatch):
+    from vitbench.counters import limits
+    from vitbench.counters.limits import counting_refusal
+    from vitbench.models.references import resolve_all
+
+    [target] = resolve_all(["mnist-vit"], {})  # one image: 1 x 28 x 28 floats, 3,136 bytes
+    monkeypatch.setattr(limits, "available_memory", lambda: 2 * 8 * 3136)
+    assert counting_refusal(target, 8, ("dispatch",)) is None  # exactly half
+    refusal = counting_refusal(target, 9, ("dispatch",))
+    assert refusal == "refused: the input batch alone is 0.0 GB, more than half of the memory available (0.0 GB)"
+
+
+def test_the_most_blocks_the_counters_trace_is_allowed():
+    from vitbench.counters.limits import counting_refusal
+    from vitbench.models.references import resolve_all
+
+    [at_limit] = resolve_all(["vit-ti/16"], {"depth": MAX_TRACED_BLOCKS})
+    [over] = resolve_all(["vit-ti/16"], {"depth": MAX_TRACED_BLOCKS + 1})
+    assert counting_refusal(at_limit, 1, ("dispatch",)) is None
+    assert f"all {MAX_TRACED_BLOCKS + 1:,} blocks" in counting_refusal(over, 1, ("dispatch",))
+
+
+def test_a_weight_larger_than_the_memory_is_refused_by_name_before_it_is_allocated(monkeypatch):
+    from vitbench.counters import limits
+    from vitbench.counters.limits import trace_refusal
+    from vitbench.presets import resolve
+    from vitbench.specs import with_overrides
+
+    monkeypatch.setattr(limits, "available_memory", lambda: 10**12)
+    spec = with_overrides(resolve("vit-ti/16"), img_size=2**20, depth=1)
+    tokens = (2**20 // 16) ** 2 + 1  # and the class token: the position table is tokens x d
+    assert trace_refusal(spec, "the trace") == (
+        f"the trace would allocate its largest weight (pos_embed: {tokens * 192:,} parameters, 3.3e+03 GB) for real, "
+        "more than the memory available (1000.0 GB); the analytic figures stand")

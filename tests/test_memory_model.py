@@ -229,7 +229,7 @@ MEASURED_SLOW = [
 ]
 
 
-def _check_against_measurement(name, overrides, batch_size):
+def _check_against_measurement(name, overrides, batch_size, tolerance=0.10):
     try:
         from vitbench.measure.memory import peak_memory
         from vitbench.settings import RunSettings
@@ -240,7 +240,7 @@ def _check_against_measurement(name, overrides, batch_size):
         spec, RunSettings(device="cpu", mode="train", batch_size=batch_size, optimizer="adamw", warmup=1)
     )["peak_memory_bytes"]
     predicted = memory_estimate(spec, batch_size, mode="train", optimizer="adamw").peak_bytes
-    assert abs(predicted - measured) <= 0.10 * measured, (predicted, measured)
+    assert abs(predicted - measured) <= tolerance * measured, (predicted, measured)
 
 
 @pytest.mark.parametrize("name, overrides, batch_size", MEASURED)
@@ -284,3 +284,90 @@ def test_parameter_tensors_are_the_built_modules_in_order(name):
 
     spec = resolve(name)
     assert cnn_param_sizes(spec) == [p.numel() for p in build_meta(spec).parameters()]
+
+
+@pytest.mark.parametrize("mode, precision, optimizer, field", [
+    ("fit", "fp64", "lion", "mode"), ("train", "fp64", "lion", "precision"), ("train", "bf16", "lion", "optimizer")])
+def test_run_choices_are_checked_and_the_first_bad_one_named(mode, precision, optimizer, field):
+    from vitbench.analytic.memory.closed_forms import check_run
+    from vitbench.errors import SpecError
+
+    with pytest.raises(SpecError, match=f"^{field}="):
+        check_run(mode, precision, optimizer)
+    check_run("train", "bf16", "adamw")  # all known: no error
+
+
+def test_a_fixed_sincos_table_is_counted_as_the_built_module_s_buffer():
+    import vitbench
+    from vitbench.analytic.memory.closed_forms import buffers_bytes
+    from vitbench.specs import with_overrides
+
+    spec = with_overrides(resolve("ablation-vit"), pos_embed="sincos-2d")
+    module = vitbench.build_model(spec)
+    held = sum(b.numel() * b.element_size() for b in module.buffers())
+    assert buffers_bytes(spec) == held == 4 * 16 * 256  # fp32, N = 4 x 4 patches, d = 256
+    assert buffers_bytes(resolve("ablation-vit")) == 0  # a learned table is a weight
+
+
+def test_a_small_resnet_s_training_peak_is_the_allocator_s_within_a_percent():
+    # the oneDNN convolutions' replay, against the allocator's own peak (72 bytes of 51.4 MB apart
+    # on torch 2.13, 2.14 and 2.15; 10% is the slow cases' bound, where oneDNN's scratchpads vary)
+    _check_against_measurement("chapter-resnet-small", {}, 2, tolerance=0.01)
+
+
+@pytest.mark.parametrize("field, value", [("layer_scale", True), ("reg_tokens", 4), ("qk_norm", True)])
+def test_a_vit_field_the_replay_does_not_model_is_refused_by_name(field, value):
+    from vitbench.analytic.memory.planner import unsupported_reason
+    from vitbench.specs import with_overrides
+
+    spec = with_overrides(resolve("vit-ti/16"), **{field: value})
+    assert unsupported_reason(spec) == (f"{field}={value!r} is not in the memory model; "
+                                        "measure it with `vitbench profile`")
+    with pytest.raises(SpecError, match=field):
+        memory_estimate(spec, 1)
+    assert unsupported_reason(with_overrides(resolve("vit-ti/16"), class_token=True)) is None  # the default, spelled out
+    assert unsupported_reason(with_overrides(resolve("vit-ti/16"), num_classes=0)) == (  # a ViT encoder
+        "num_classes=0 (no head) is not in the memory model; measure it with `vitbench profile`")
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 2.5, True, "8"])
+def test_a_memory_estimate_refuses_a_batch_size_that_is_no_whole_positive_number(batch_size):
+    with pytest.raises(SpecError, match="^batch_size="):
+        memory_estimate(resolve("vit-ti/16"), batch_size)
+
+
+def test_the_largest_batch_skips_allocations_that_do_not_grow_with_it():
+    from vitbench.analytic.memory.planner import largest_batch
+    from vitbench.analytic.memory.replay import Profile
+
+    # fixed 100 bytes; a batch-independent 50-byte point, then 10 B + 20: within 300 bytes,
+    # 10 B + 20 <= 200 gives B = 18 (the constant point never limits B)
+    profile = Profile(points=((0, 50), (10, 20)), forward_end=(0, 0), fixed=100)
+    assert largest_batch(profile, 300) == 18
+    assert profile.peak(18) == 100 + 200 <= 300 < profile.peak(19)
+
+
+def test_a_replay_starts_with_nothing_live_and_records_each_allocation():
+    from vitbench.analytic.memory.replay import Replay
+
+    replay = Replay(grad=True, low=False)
+    assert (replay.a, replay.c, replay.points, replay.batch_one) == (0, 0, [], False)  # B = 1 kernels only when asked
+    first = replay.new(8, 16)
+    replay.new(0, 4)
+    assert replay.points == [(8, 16), (8, 20)]
+    replay.drop(first)
+    assert (replay.a, replay.c) == (0, 4)
+
+
+@pytest.mark.parametrize("precision", ["fp32", pytest.param("bf16", marks=pytest.mark.slow)])
+def test_a_small_vit_s_training_peak_is_the_allocator_s_within_a_hundredth_of_a_percent(precision):
+    # the ViT replay against the allocator's own peak: 80 bytes of 46.7 MB apart in fp32 and under
+    # bf16 autocast, on torch 2.13, 2.14 and 2.15 (the 16-bit casts and gradients included)
+    from vitbench.measure.memory import peak_memory
+    from vitbench.settings import RunSettings
+
+    spec = resolve("chapter-vit-tiny")
+    settings = RunSettings(device="cpu", mode="train", batch_size=2, optimizer="adamw", warmup=1, precision=precision)
+    measured = peak_memory(spec, settings)["peak_memory_bytes"]
+    predicted = memory_estimate(spec, 2, mode="train", optimizer="adamw", precision=precision).peak_bytes
+    assert abs(predicted - measured) <= 1e-4 * measured, (predicted, measured)

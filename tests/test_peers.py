@@ -110,3 +110,24 @@ def test_readme_states_the_table():
     readme = " ".join(Path(__file__).resolve().parents[1].joinpath("README.md").read_text().split())
     for sentence in peer_sentences():
         assert sentence in readme, sentence
+
+
+@pytest.mark.parametrize("key", sorted(OBSERVERS))
+def test_counts_installed_is_what_the_installed_peer_does(key):
+    from vitbench.counters.peers import counts_installed
+
+    counted, formula = OBSERVERS[key]()  # observed on the installed peer, not read from the table
+    assert counts_installed(key) is (counted == formula)
+
+
+def test_a_pre_release_piece_ends_the_release_numbers():
+    assert release("2.16.0rc1") == (2, 16, 0)
+    assert release("1.0rc1.5") == (1, 0)  # nothing after the pre-release counts
+    assert release("0.1.5.post20221221") == (0, 1, 5)
+
+
+def test_the_table_s_rows_cannot_be_changed():
+    import dataclasses
+
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        PEER_BEHAVIOURS[0].counted_since = "1.0"

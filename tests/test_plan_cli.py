@@ -271,3 +271,38 @@ def test_an_error_about_a_live_module_is_one_line():
     with pytest.raises(vitbench.errors.VitbenchError) as caught:
         vitbench.plan(torchvision.models.resnet18(), 2**30)
     assert "\n" not in str(caught.value) and "<ResNet object>" in str(caught.value)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("memory_bytes", -1), ("memory_bytes", 2**60 + 1), ("memory_bytes", True), ("memory_bytes", 1.5),
+    ("batch_size", 0), ("batch_size", True), ("trace", "yes"), ("trace", 1)])
+def test_plan_settings_refuse_a_bad_value_by_field(field, value):
+    from vitbench.analytic.memory.plan_settings import PlanSettings
+    from vitbench.errors import SpecError
+
+    asked = {"memory_bytes": 2**30, field: value}
+    with pytest.raises(SpecError, match=f"^{field}="):
+        PlanSettings(**asked)
+
+
+def test_plan_settings_take_the_bounds_of_a_budget_and_are_frozen():
+    import dataclasses
+
+    from vitbench.analytic.memory.plan_settings import MAX_MEMORY_BYTES, PlanSettings
+
+    assert MAX_MEMORY_BYTES == 2**60  # 1 EiB, as the error message says
+    assert PlanSettings(memory_bytes=0).memory_bytes == 0 and PlanSettings(memory_bytes=2**60).memory_bytes == 2**60
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        PlanSettings(memory_bytes=1).trace = False
+    assert PlanSettings(memory_bytes=1).trace is True  # what the replay does not cover is traced unless asked
+
+
+def test_plan_records_name_the_overrides_and_refuse_an_unknown_run_choice():
+    from vitbench.analytic.memory import plan_records
+    from vitbench.errors import SpecError
+    from vitbench.models.references import resolve_all
+
+    [row] = plan_records(resolve_all(["vit-ti/16"], {"depth": 2}), batch_size=1)
+    assert row["overrides"] == "depth=2" and row["model"] == "vit-ti/16"
+    with pytest.raises(SpecError, match="^optimizer='lion': must be one of"):
+        plan_records(["vit-ti/16"], batch_size=1, optimizer="lion")

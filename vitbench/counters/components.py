@@ -90,6 +90,9 @@ VIT_RULES = (
     (r".*(?:layers?|blocks)\.\d+\.output\.dense", "mlp_fc2"),
     (r"(?:head|head_dist|pooler|classifier)(?:\..*)?", "head"),
 )
+#: the first pattern of each ViT group, by group (rules are looked up by name, never by position)
+_VIT_PATTERNS = {group: pattern for pattern, group in reversed(VIT_RULES)}
+
 TORCHVISION_VIT_RULES = (
     (r"conv_proj", "patch_embed"),
     (r".*self_attention(\..*)?", "attention"),
@@ -148,8 +151,9 @@ def vit_layout(paths: Iterable[str]) -> str | None:
     if "features.0" in paths and any(p.endswith(".attn") for p in paths):
         if not any(p.endswith(".attn.qkv") for p in paths):
             return "torchvision"
-    has_patches = any(re.fullmatch(VIT_RULES[0][0], p) for p in paths)
-    has_attention = any(re.fullmatch(VIT_RULES[1][0], p) for p in paths)
+    has_patches = any(re.fullmatch(_VIT_PATTERNS["patch_embed"], p) for p in paths)
+    has_attention = any(re.fullmatch(_VIT_PATTERNS["qkv"], p) or re.fullmatch(_VIT_PATTERNS["attn_matmul"], p)
+                        for p in paths)
     return "vit" if has_patches and has_attention else None
 
 

@@ -21,8 +21,6 @@ from vitbench.specs.limits import MAX_REPLAYED_BLOCKS, too_many_blocks
 from vitbench.specs.target import Target
 from vitbench.units import binary_bytes
 
-#: identity columns taken from the analytic complexity record
-IDENTITY = ("kind", "img_size", "patch_size", "batch_size", "params", "macs")
 #: the predicted breakdown (bytes), in MemoryEstimate.as_record's order
 PREDICTED = (
     "pred_weights_bytes", "pred_gradients_bytes", "pred_optimizer_bytes",
