@@ -213,6 +213,32 @@ def test_convnext_t_elementwise_work_worked_by_hand():
     assert layernorm == 2_973_696
 
 
+def test_swin_t_elementwise_work_worked_by_hand():
+    from vitbench.analytic.swin import elementwise_by_kind
+    from vitbench.specs.swin import SwinSpec
+
+    # Swin-T at 224: 56^2, 28^2, 14^2, 7^2 tokens (7 x 7 windows, no padding), 96/192/384/768
+    # channels, 2/2/6/2 blocks, 3/6/12/24 heads, MLP 4C; merging layer-norms 4 C_{i-1} a token
+    n, c = [3136, 784, 196, 49], [96, 192, 384, 768]
+    depth, heads = [2, 2, 6, 2], [3, 6, 12, 24]
+    per_block = sum(d * 2 * p * ch for d, p, ch in zip(depth, n, c))  # two norms, two residuals a block
+    merging = sum(n[i] * 4 * c[i - 1] for i in range(1, 4))
+    assert elementwise_by_kind(SwinSpec()) == {
+        "layernorm": n[0] * c[0] + per_block + merging + n[3] * c[3],
+        "softmax": sum(d * h * p * 49 for d, h, p in zip(depth, heads, n)),
+        "gelu": sum(d * p * 4 * ch for d, p, ch in zip(depth, n, c)), "residual": per_block, "pool": n[3] * c[3]}
+    assert elementwise_by_kind(SwinSpec())["layernorm"] == 3_725_568
+
+
+def test_a_swin_v2_block_has_query_and_value_biases_only():
+    from vitbench.analytic.swin import block_params
+    from vitbench.specs.swin import SwinSpec
+
+    c = 96  # stage 0 of Swin-T: 3 C^2 weights, then C + C biases (v1: C + C + C)
+    assert block_params(SwinSpec(k_bias=False), 0)["qkv"] == 3 * c * c + 2 * c
+    assert block_params(SwinSpec(), 0)["qkv"] == 3 * c * c + 3 * c
+
+
 def test_a_staged_model_s_entry_is_its_own_component():
     from vitbench.analytic.convnext import macs_by_component
     from vitbench.specs.convnext import ConvNeXtSpec
