@@ -127,6 +127,8 @@ EQUIVALENT.update({
     "_Side.status_failed|remove|if column.kind != 'values':     raise Fallback('status of many values') -> pass":
         "a status column of another kind (numbers typed by Arrow) then gives the record path's verdicts on columns, "
         "or an error that falls back to it (compare_files): the same result either way",
+    "_Side.status_failed|remove|raise Fallback('status of many values') -> pass":
+        "the same as removing the whole if (listed above): only the raise, with the same outcome",
     "_Comparison._key_columns.everywhere|return|return False -> return None":
         "read by an if: None is as false as False",
     **{f"_umask|constant|0 -> {n}": "the umask is read by setting a temporary one and restoring it: any "
