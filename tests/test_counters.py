@@ -210,7 +210,6 @@ def test_the_module_table_names_components_below_the_root_only():
 
 def test_a_counted_record_with_a_table_depth_carries_fvcore_s_table():
     from vitbench.counters import counted_record
-
     from vitbench.models.references import resolve_all
 
     [target] = resolve_all(["mnist-vit"], {})

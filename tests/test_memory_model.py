@@ -309,6 +309,7 @@ def test_a_fixed_sincos_table_is_counted_as_the_built_module_s_buffer():
     assert buffers_bytes(resolve("ablation-vit")) == 0  # a learned table is a weight
 
 
+@pytest.mark.slow
 def test_a_small_resnet_s_training_peak_is_the_allocator_s_within_a_percent():
     # the oneDNN convolutions' replay, against the allocator's own peak (72 bytes of 51.4 MB apart
     # on torch 2.13, 2.14 and 2.15; 10% is the slow cases' bound, where oneDNN's scratchpads vary)
@@ -359,7 +360,8 @@ def test_a_replay_starts_with_nothing_live_and_records_each_allocation():
     assert (replay.a, replay.c) == (0, 4)
 
 
-@pytest.mark.parametrize("precision", ["fp32", pytest.param("bf16", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
 def test_a_small_vit_s_training_peak_is_the_allocator_s_within_a_hundredth_of_a_percent(precision):
     # the ViT replay against the allocator's own peak: 80 bytes of 46.7 MB apart in fp32 and under
     # bf16 autocast, on torch 2.13, 2.14 and 2.15 (the 16-bit casts and gradients included)
@@ -373,6 +375,7 @@ def test_a_small_vit_s_training_peak_is_the_allocator_s_within_a_hundredth_of_a_
     assert abs(predicted - measured) <= 1e-4 * measured, (predicted, measured)
 
 
+@pytest.mark.slow
 def test_a_plain_cnn_s_training_peak_is_the_allocator_s_within_a_hundredth_of_a_percent():
     # the plain-CNN replay (convolution stages, batch norms, fully connected layers): 64 bytes of
     # 127 MB apart from the allocator's peak

@@ -25,7 +25,7 @@ def test_members_are_their_text_in_every_form():
     assert [member.value for member in RowStatus] == list(TEXTS)
     for member, text in zip(RowStatus, TEXTS):
         assert member == text and hash(member) == hash(text) and RowStatus(text) is member
-        assert str(member) == f"{member}" == "%s" % member == format(member, "") == text
+        assert str(member) == f"{member}" == "%s" % member == format(member, "") == text  # noqa: UP031 - % is one of the forms tested
         assert json.dumps({"status": member}) == json.dumps({"status": text})
         out = io.StringIO()
         csv.writer(out).writerow([member])
@@ -117,7 +117,10 @@ def test_no_module_compares_or_writes_a_status_as_bare_text():
     for path in sorted(PACKAGE.rglob("*.py")):
         if path.name == "row_status.py":
             continue
-        lines = _status_literal_comparisons(path.read_text())
+        source = path.read_text()
+        if "status" not in source:  # nothing to parse: no comparison or keyword can name a status
+            continue
+        lines = _status_literal_comparisons(source)
         if lines:
             found[path.relative_to(PACKAGE).as_posix()] = lines
     assert found == {}

@@ -88,7 +88,7 @@ def _child(package_root: Path, tests_root: Path, nodeids: list[str], failure_fil
     os.environ.update(PYTHONPATH=str(package_root), PYTHONDONTWRITEBYTECODE="1")
     files = list(dict.fromkeys(str(tests_root / n.split("::", 1)[0]) for n in nodeids))
     # the last plugin's collection hook runs after conftest's (the slow-test sampling)
-    code = pytest.main(["-x", "-q", "--no-header", "-p", "no:cacheprovider", "-p", "no:randomly",
+    code = pytest.main(["-x", "-q", "--no-header", "-m", "not acceptance", "-p", "no:cacheprovider", "-p", "no:randomly",
                         "--rootdir", str(tests_root), "-c", str(tests_root / "pyproject.toml"), *files],
                        plugins=[_Selector(nodeids, failure_file)])
     return int(code)

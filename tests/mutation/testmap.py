@@ -25,6 +25,8 @@ from pathlib import Path
 from .tracer import OUT_ENV
 
 MAP_FILE = Path(".mutation") / "testmap.json"
+#: the tests a map traces (pytest -m): a map made with another selection is traced again whole
+SELECTION = "not acceptance"
 #: test files never traced: the harness's own tests mutate nothing in-process
 NOT_MAPPED = ("tests/test_mutation.py",)
 
@@ -37,6 +39,7 @@ class TestMap:
     digests: dict[str, str] = field(default_factory=dict)              # test file -> sha256 when traced
     scope: list[str] | None = None                                     # the test files mapped (None: all)
     direct: dict[str, dict[str, set[str]]] = field(default_factory=dict)   # callers from the test's own code
+    selection: str = SELECTION                                         # the pytest -m it traced
 
     def for_function(self, module: str, qualname: str | None) -> list[str]:
         """The passing tests that run ``qualname`` of ``module`` (every test that runs any of the
@@ -93,7 +96,8 @@ class TestMap:
 
     def to_json(self) -> str:
         return json.dumps({
-            "version": 1, "scope": self.scope, "seconds": self.seconds, "failed": sorted(self.failed),
+            "version": 1, "selection": self.selection, "scope": self.scope, "seconds": self.seconds,
+            "failed": sorted(self.failed),
             "digests": self.digests,
             "callers": _plain(self.callers), "direct": _plain(self.direct),
         }, indent=0)
@@ -105,7 +109,7 @@ class TestMap:
             return {m: {q: set(n) for q, n in fs.items()} for m, fs in mapping.items()}
 
         return cls(dict(data["seconds"]), set(data["failed"]), sets(data["callers"]), dict(data["digests"]),
-                   data.get("scope"), sets(data.get("direct", {})))
+                   data.get("scope"), sets(data.get("direct", {})), data.get("selection", "not slow and not acceptance"))
 
     def calls_directly(self, module: str, qualnames: list[str] | None) -> set[str]:
         """The tests that call one of ``qualnames`` of ``module`` (any of its functions when None)
@@ -136,10 +140,12 @@ def test_files(tests_root: Path, scope: list[str] | None = None) -> list[str]:
 
 
 def trace(tests_root: Path, files: list[str], jobs: int = 2) -> list[dict]:
-    """Run ``files`` (the default selection: not slow) under the tracer; the parts it writes."""
+    """Run ``files`` (the slow tests too: CI runs them; not the hour-long acceptance experiments)
+    under the tracer; the parts it writes."""
     with tempfile.TemporaryDirectory(prefix="vitbench-testmap-") as out:
         env = dict(os.environ, **{OUT_ENV: out}, PYTHONPATH=str(tests_root), PYTHONDONTWRITEBYTECODE="1")
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.mutation.tracer",
+        command = [sys.executable, "-m", "pytest", "-q", "-m", SELECTION, "-p", "no:cacheprovider",
+                   "-p", "tests.mutation.tracer",
                    *(["-n", str(jobs)] if jobs > 1 and len(files) > 1 else []), *files]
         done = subprocess.run(command, cwd=tests_root, env=env, capture_output=True, text=True)
         if done.returncode not in (0, 1):
@@ -184,13 +190,16 @@ def load(tests_root: Path, jobs: int = 2, log=print, path: Path | None = None,
     """The map at ``path`` (default ``.mutation/testmap.json`` under ``tests_root``; built from the
     ``scope`` test files, default all, when missing; refreshed when tests changed), saved back."""
     path = path or tests_root / MAP_FILE
-    if path.is_file():
-        test_map = TestMap.from_json(path.read_text())
+    test_map = TestMap.from_json(path.read_text()) if path.is_file() else None
+    if test_map is not None and test_map.selection != SELECTION:
+        log(f"test map: made of the tests {test_map.selection!r}, not {SELECTION!r}: traced again whole")
+        test_map = None
+    if test_map is not None:
         changed = refresh(test_map, tests_root, jobs)
         if changed:
             log(f"test map: traced again {', '.join(changed)}")
     else:
-        log(f"test map: tracing {'the default suite' if scope is None else ', '.join(scope)} once "
+        log(f"test map: tracing {'the suite' if scope is None else ', '.join(scope)} once "
             f"(several minutes for the suite; kept in {path})")
         test_map = build(tests_root, jobs, scope)
     path.parent.mkdir(parents=True, exist_ok=True)
