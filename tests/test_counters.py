@@ -229,10 +229,10 @@ def test_a_dispatch_count_is_hashable_and_counts_each_operator_in_macs():
     assert counted.by_module == {"": 4 * 16 * 8}
 
 
-def test_pytorch_s_native_attention_fast_path_is_counted_by_hand():
+def _self_attention():
+    """nn.MultiheadAttention(16, 2) as self-attention, batch first, without the weights: the
+    module PyTorch runs on its native fast path in eval mode without gradients."""
     import torch
-
-    from vitbench.counters.dispatch import dispatch_count
 
     class SelfAttention(torch.nn.Module):
         def __init__(self) -> None:
@@ -242,7 +242,15 @@ def test_pytorch_s_native_attention_fast_path_is_counted_by_hand():
         def forward(self, x):
             return self.attention(x, x, x, need_weights=False)[0]
 
-    model = SelfAttention().eval()
+    return SelfAttention()
+
+
+def test_pytorch_s_native_attention_fast_path_is_counted_by_hand():
+    import torch
+
+    from vitbench.counters.dispatch import dispatch_count
+
+    model = _self_attention().eval()
     counted = dispatch_count(model, (torch.randn(3, 5, 16),))
     assert "_native_multi_head_attention" in counted.by_operator  # eval, no grad, batch first: the fast path
     n, d = 5, 16  # q, k, v and output projections 4 n d^2, then q k^T and attention x v 2 n^2 d, a sample
@@ -382,17 +390,9 @@ def test_fvcore_counts_the_native_attention_fast_path_as_the_explicit_one():
 
     from vitbench.counters.fvcore_counter import FvcoreCount, fvcore_count
 
-    class SelfAttention(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.attention = torch.nn.MultiheadAttention(16, 2, batch_first=True)
-
-        def forward(self, x):
-            return self.attention(x, x, x, need_weights=False)[0]
-
     x = torch.randn(3, 5, 16)
-    explicit = fvcore_count(SelfAttention().eval(), (x,))  # parameters that need gradients: no fast path
-    fused = fvcore_count(SelfAttention().eval().requires_grad_(False), (x,))
+    explicit = fvcore_count(_self_attention().eval(), (x,))  # parameters that need gradients: no fast path
+    fused = fvcore_count(_self_attention().eval().requires_grad_(False), (x,))
     assert set(fused.by_operator) == {"_native_multi_head_attention"} and "linear" in explicit.by_operator
     n, d = 5, 16  # a sample: projections 4 n d^2 + q k^T and attention x v 2 n^2 d MACs; activations:
     assert fused.macs == explicit.macs == 3 * (4 * n * d * d + 2 * n * n * d)
