@@ -28,11 +28,6 @@ class RowStatus(str, Enum):
     __str__ = str.__str__
     __format__ = str.__format__
 
-    @property
-    def failed(self) -> bool:
-        """Whether a resumed sweep runs this row again with ``retry_failed`` (:data:`FAILED`)."""
-        return self in FAILED
-
 
 #: statuses of a step that failed when it ran: ``vitbench sweep --resume --retry-failed`` runs them
 #: again, and a sweep with any ends with exit code 1

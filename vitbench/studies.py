@@ -25,7 +25,7 @@ from vitbench.reporting.format import render
 from vitbench.reporting.html import write
 from vitbench.reporting.study import ReportResult, render_report
 from vitbench.results import atomic_write_text, check_output_dir
-from vitbench.row_status import RowStatus
+from vitbench.row_status import has_result
 from vitbench.store.reader import is_store
 from vitbench.sweeps import apply_overrides, default_study_path, load_sweep_file, merge, sweep
 from vitbench.sweeps.run import SweepInterrupted
@@ -199,7 +199,7 @@ def _check_rows(records: list[dict[str, Any]], where: str) -> None:
     require_finite(records, where, "a report shows and draws finite values only")
     seen: dict[tuple, int] = {}
     for number, row in enumerate(records, 1):
-        if row.get("status", RowStatus.OK) != RowStatus.OK or row.get("throughput_img_s") is None:
+        if not has_result(row) or row.get("throughput_img_s") is None:
             continue
         key = tuple(str(row.get(c) or "") for c in _CONFIGURATION)
         first = seen.setdefault(key, number)

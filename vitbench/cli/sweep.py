@@ -17,7 +17,7 @@ from vitbench.cli.common import (
     run_settings_from,
     values_from,
 )
-from vitbench.row_status import RowStatus
+from vitbench.row_status import FAILED
 from vitbench.settings import LAUNCHERS
 
 #: the measured stage's settings: every RunSettings field but the batch size (a grid axis of
@@ -172,5 +172,5 @@ def run(args: argparse.Namespace) -> int:
         print(f"vitbench: warning: {problem}", file=sys.stderr)
     if not args.quiet:
         print(result.summary())
-    failed = result.statuses.get(RowStatus.ERROR, 0) + result.statuses.get(RowStatus.OOM, 0)
+    failed = sum(result.statuses.get(status, 0) for status in FAILED)
     return 3 if failed and failed == result.ran and result.ran else 0

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vitbench.measure.stats import UNSTABLE_SPREAD, stability_warning, summarize
-from vitbench.row_status import RowStatus
+from vitbench.row_status import has_result
 from vitbench.row_warnings import code_sets, warning
 
 
@@ -105,7 +105,7 @@ def timing_spread(record: dict[str, Any]) -> float | None:
 def unfit_timing(record: dict[str, Any]) -> bool:
     """Whether a measured row (status ok, with a throughput) is unfit to conclude from: a warning
     with one of :data:`UNFIT_CODES`, or a :func:`timing_spread` above ``UNSTABLE_SPREAD``."""
-    if record.get("status", RowStatus.OK) != RowStatus.OK or _number(record.get("throughput_img_s")) is None:
+    if not has_result(record) or _number(record.get("throughput_img_s")) is None:
         return False
     if any(codes & UNFIT_CODES for codes in code_sets(record.get("warnings"))):
         return True

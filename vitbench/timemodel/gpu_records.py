@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from vitbench.models.references import resolve
-from vitbench.row_status import RowStatus
+from vitbench.row_status import has_result
 from vitbench.timemodel.gpu_fit import Observation
 from vitbench.timemodel.gpu_model import op_table
 from vitbench.timemodel.gpus import gpu
@@ -53,7 +53,7 @@ def read_file(path: str | Path, machine: str, card: str, source: str) -> list[Me
         rows: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["observations"]
     else:
         with path.open(encoding="utf-8", newline="") as handle:
-            rows = [row for row in csv.DictReader(handle) if row.get("status", RowStatus.OK) == RowStatus.OK and row.get("measured_s")]
+            rows = [row for row in csv.DictReader(handle) if has_result(row) and row.get("measured_s")]
     return [Measured(machine, card, source, str(r["model"]), str(r["mode"]), int(r["batch_size"]), str(r["precision"]),
                      float(r["measured_s"])) for r in rows]
 

@@ -12,7 +12,7 @@ from typing import Any
 from vitbench.analytic.identity import identity_record
 from vitbench.errors import InputFileError, shown
 from vitbench.reading import read_results
-from vitbench.row_status import RowStatus
+from vitbench.row_status import has_result
 from vitbench.row_warnings import warning
 from vitbench.timemodel.cached_models import cached_counts
 from vitbench.timemodel.cost import training_cost
@@ -137,7 +137,7 @@ def measured_index(measured: Any) -> dict[tuple[str, str, str, int, str], float]
     first: dict[tuple[str, str, str, int, str], int] = {}
     for number, row in enumerate(rows, 1):
         latency = row.get("latency_p50_s")
-        if row.get("status", RowStatus.OK) != RowStatus.OK or latency is None:
+        if not has_result(row) or latency is None:
             continue
         if isinstance(latency, bool) or not isinstance(latency, (int, float)) or not MIN_LATENCY_S <= latency <= MAX_LATENCY_S:
             raise InputFileError(f"{where}: row {number}: latency_p50_s={shown(latency, 60)}: must be a time in seconds "
