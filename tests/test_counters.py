@@ -78,7 +78,8 @@ def test_fused_and_explicit_attention_count_the_same(attention):
 
 @pytest.mark.parametrize(
     "name, preset",
-    [("vit_b_16", "vit-b/16"), pytest.param("vit_l_32", "vit-l/32", marks=pytest.mark.slow), ("resnet50", "resnet50")],
+    [pytest.param("vit_b_16", "vit-b/16", marks=pytest.mark.slow), pytest.param("vit_l_32", "vit-l/32", marks=pytest.mark.slow),
+     ("resnet50", "resnet50")],
 )
 def test_torchvision_models_built_by_torchvision(name, preset):
     result = count_detailed(f"torchvision:{name}", activations=False)

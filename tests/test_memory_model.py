@@ -265,6 +265,7 @@ NEAR_EXACT = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, overrides, mode", NEAR_EXACT)
 def test_replayed_resnet_peaks_are_the_measured_ones_to_the_kilobyte(name, overrides, mode):
     from vitbench.measure.memory import peak_memory

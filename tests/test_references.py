@@ -98,7 +98,7 @@ def test_bad_reference_syntax_is_one_line(text):
         ("torchvision:inception_v3", (3, 299, 299)),
         ("timm:vit_base_patch16_384", (3, 384, 384)),  # timm pretrained_cfg
         ("timm:fastvit_t8", (3, 256, 256)),
-        ("hf:dinov2", (3, 224, 224)),  # Dinov2Config().image_size
+        pytest.param("hf:dinov2", (3, 224, 224), marks=pytest.mark.slow),  # Dinov2Config().image_size
         ("hf:clip_vision", (3, 224, 224)),
     ],
 )
