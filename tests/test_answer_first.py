@@ -77,6 +77,8 @@ def test_predict_html_and_table_agree_on_the_order(capsys):
 
 
 @pytest.mark.parametrize("fmt", ["table", "markdown"])
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
+@pytest.mark.unsampled
 def test_choose_tables_put_the_answer_first(fmt, capsys):
     assert main([*CHOOSE, "--format", fmt]) == 0
     assert _headers(capsys.readouterr().out, fmt) == CHOOSE_TABLE

@@ -234,6 +234,7 @@ def test_a_stand_in_that_differs_does_not_blame_the_document(tmp_path):
         load_catalogue(_catalogue(tmp_path, GOOD + "  stand_in: \"why\"\n"))
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_the_shipped_coatnet_claim_is_inconclusive_not_off():
     """timm's coatnet_3_224 stands in for the paper's CoAtNet-3 (168M): its count, taken here from
     the module timm builds, is 0.6% lower, which does not make the document wrong."""

@@ -224,6 +224,7 @@ def _words_and_numbers(text: str) -> tuple[list[str], list[float]]:
     return re.split(number, re.sub(r"-{3,}", "---", re.sub(r"\s+", " ", text))), numbers
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_the_worked_example_in_docs_choosing_md_is_what_the_command_prints(capsys):
     """The page's table and sentence are what the command prints: every word the same (cards,
     fits, units, the winner), every number within EXAMPLE_TOLERANCE (the torch release traced)."""

@@ -253,6 +253,7 @@ def test_compare_output_file_and_terminal(hostile_csv, tmp_path, capsys):
     _clean_terminal(markdown_out, err, table, err2)
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_report_csvs_and_markdown(hostile_csv, tmp_path, capsys):
     rep = tmp_path / "rep"
     assert main(["report", str(hostile_csv), "--out", str(rep), "--html"]) == 0  # a `$` in a plot label: no mathtext error

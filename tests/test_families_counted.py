@@ -139,6 +139,7 @@ MANY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(swin_specs(), st.integers(1, 2))
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_random_swin_equals_dispatch(spec, batch_size):
     assert_exact(spec, batch_size)
 

@@ -130,6 +130,7 @@ def test_malformed_configuration_exits_2_before_running_anything(tmp_path, bad):
     assert not (tmp_path / "ran").exists() and not (tmp_path / "PWNED").exists()
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_values_starting_with_a_dash_are_files_not_options(tmp_path):
     """RESULTS=-o.csv and BASELINE=--help: before, `compare --help current.csv` printed the help
     and exited 0, a gate that compared nothing and passed."""
@@ -334,9 +335,17 @@ def _checkout_of_this_tree(folder: Path) -> tuple[Path, str]:
     return folder, _git(folder, "rev-parse", "HEAD")
 
 
+@pytest.fixture
+def venv(tmp_path):
+    """A folder for a fresh venv, removed after the test: torch and its CUDA libraries are about
+    6 GB, and pytest keeps the last runs' temporary folders (CI ran out of disk)."""
+    folder = tmp_path / "venv"
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.mark.slow  # about 7 minutes on a busy 2-core machine: pip installs vitbench, torch and the rest into a fresh venv
-def test_from_a_clean_venv_the_gitlab_recipe_and_the_action_install_vitbench_and_gate(tmp_path):
-    venv = tmp_path / "venv"
+def test_from_a_clean_venv_the_gitlab_recipe_and_the_action_install_vitbench_and_gate(tmp_path, venv):
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     assert "include-system-site-packages = false" in (venv / "pyvenv.cfg").read_text()
     python = str(venv / "bin" / "python")

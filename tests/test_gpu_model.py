@@ -338,6 +338,7 @@ def test_every_component_is_priced_and_they_sum_to_the_step(model, priced):
         assert row["pred_latency_s"] >= max(row["pred_host_s"], row["pred_device_s"]) * (1 - 1e-9)
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_the_bound_says_whether_a_faster_gpu_would_help():
     small, large = _row("resnet18", "h100", 1), _row("resnet18", "h100", 256)
     assert small["pred_bound"] == "host" and small["pred_host_s"] > small["pred_device_s"]

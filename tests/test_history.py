@@ -279,6 +279,7 @@ def _old_store(path, commits_macs):
                         "history_message": f"commit {i}", "history_entry": f"e{i}", "history_added_at": date})
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_bisect_hints_quote_every_id_for_a_shell(tmp_path, capsys):
     from vitbench.cli import main
 

@@ -18,6 +18,7 @@ def _json(capsys) -> list[dict]:
     return json.loads(capsys.readouterr().out)["records"]
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_profile_json_has_every_column(capsys):
     with_memory = [flag for flag in FAST if flag != "--no-memory"]
     assert main(["profile", "mnist-vit", "--batch-size", "2", "--format", "json", *with_memory]) == 0
@@ -157,6 +158,7 @@ def test_run_flags_are_one_vocabulary_with_units():
         only.parse_args(["--min-time", "1"])
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_profile_table_tells_rows_apart_by_resolution_and_overrides(capsys):
     """Rows that differ only in --img-size, or in a reference's keyword arguments, get the
     column that tells them apart."""

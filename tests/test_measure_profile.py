@@ -147,6 +147,7 @@ def test_oom_row_does_not_stop_the_next_configurations():
     assert rows[1]["throughput_img_s"] > 0 and rows[3]["throughput_img_s"] > 0
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_configurations_the_memory_model_rules_out_are_refused_without_running():
     import time
 
@@ -370,6 +371,7 @@ def test_channels_last_on_a_cnn():
     assert r["channels_last"] is True
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_a_capped_run_records_the_process_peak_rss_beside_the_tensors_peak():
     """--memory-limit caps the tensors (checked against peak_memory_bytes); the process holds the
     interpreter and torch's libraries on top, recorded as peak_rss_bytes (issue: peak RSS was

@@ -64,6 +64,22 @@ def test_ci_runs_the_readme_command_and_the_floor_job():
     assert "pip install -q -e '.[test]'" in script and "python -m pytest tests/" in script
 
 
+def test_ci_keeps_one_venv_on_disk_at_a_time_and_no_pip_cache():
+    """Three venvs of torch with its CUDA libraries (about 6 GB each) and pip's cache of their
+    wheels ran CI out of disk ("No space left on device" installing the third)."""
+    script = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^export .*\bPIP_NO_CACHE_DIR=1\b", script, re.M)
+    made = re.findall(r'python3 -m venv "\$work/(\w+)"', script)
+    assert made == ["newest", "floor", "between"], made
+    lines = script.splitlines()
+    for name in made:
+        created = next(i for i, line in enumerate(lines) if f'-m venv "$work/{name}"' in line)
+        removed = next(i for i, line in enumerate(lines) if line.startswith(f'rm -rf "$work/{name}"'))
+        following = [i for i, line in enumerate(lines) if "-m venv" in line and i > created]
+        assert created < removed < min(following, default=len(lines)), name  # gone before the next is made
+        assert not any(f"$work/{name}/" in line for line in lines[removed + 1:]), name  # and not used after
+
+
 def test_the_default_suite_runs_in_two_workers_everywhere_ci_runs_it():
     """Issue 46: the default suite in two worker processes (pytest-xdist, from the test extra),
     in the README's command 2 and in each of .ci/run's default phases (newest, floor, between);

@@ -52,6 +52,8 @@ def test_synthetic_calibration_gives_known_predictions_exactly():
 
 
 @pytest.mark.parametrize("name, mode", [("vit-ti/16", "infer"), ("resnet18", "train"), ("mnist-vit", "train")])
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
+@pytest.mark.unsampled
 def test_breakdown_sums_to_the_total(name, mode):
     p = predict_ops(trace_target_ops(resolve(name), 2, mode), synthetic(), mode)
     assert set(p.components_s) == set(BREAKDOWN)
@@ -418,6 +420,7 @@ def test_a_step_refused_from_its_spec_needs_no_calibration(monkeypatch, tmp_path
     assert row["pred_basis"] == "none: refused before pricing"
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_rows_priced_by_a_calibration_made_on_a_busy_machine_say_so():
     """A calibration measured while other processes held the cores (1.6 of 2 busy, 1 thread) is
     kept, and every row it prices carries calibration-busy; a quiet one (0.1 busy) carries none."""

@@ -38,14 +38,23 @@ def _same(rows: list[dict]) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def warm(tmp_path_factory):
-    """A trace cache in which both models were predicted (and one chosen) once: the rows made
-    by the libraries themselves, and the folder with their traces and question entries."""
+    """A trace cache in which both models were predicted once: the rows made by the libraries
+    themselves, and the folder with their traces and question entries."""
     root = tmp_path_factory.mktemp("warm") / "traces"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("VITBENCH_TRACE_DIR", str(root))
         rows = _predict()
-        chosen = list(vitbench.choose(WITH_SPEC, **CHOOSE))
-    return root, rows, chosen
+    return root, rows
+
+
+@pytest.fixture(scope="module")
+def warm_choice(warm):
+    """The rows of one choice made by the libraries themselves, its entries added to the warm
+    cache (asked for before ``cache``, which copies that folder). Its memory trace takes about
+    7 s: the tests that need it run under -m slow."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("VITBENCH_TRACE_DIR", str(warm[0]))
+        return list(vitbench.choose(WITH_SPEC, **CHOOSE))
 
 
 @pytest.fixture
@@ -105,13 +114,15 @@ def test_a_repeated_prediction_asks_no_library_and_gives_the_same_rows(warm, cac
     assert [r["status"] for r in rows] == ["ok"] * 4 and rows[2]["params"] > 0  # the counted model's count came back
 
 
-def test_a_repeated_choice_asks_no_library_and_gives_the_same_rows(warm, cache, library):
+@pytest.mark.slow
+def test_a_repeated_choice_asks_no_library_and_gives_the_same_rows(warm_choice, cache, library):
     chosen = list(vitbench.choose(WITH_SPEC, **CHOOSE))
     assert library == {"resolve": 0, "count": 0, "memory": 0}
-    assert _same(chosen) == _same(warm[2])
+    assert _same(chosen) == _same(warm_choice)
     assert chosen[0]["pred_peak_memory_bytes"] > 0 and chosen[0]["memory_basis"].startswith("traced")
 
 
+@pytest.mark.slow
 def test_without_the_cache_nothing_is_read_or_written(warm, cache, library):
     before = sorted(p.name for p in (cache / "questions").iterdir())
     rows = _predict(trace_cache=False)
@@ -290,7 +301,8 @@ def test_a_damaged_count_is_refused_with_a_warning_and_counted_again(warm, cache
     assert _refused(_predict()) == [(WITHOUT_SPEC, "h100")]
 
 
-def test_a_damaged_memory_profile_is_refused_with_a_warning_and_traced_again(warm, cache, library):
+@pytest.mark.slow
+def test_a_damaged_memory_profile_is_refused_with_a_warning_and_traced_again(warm_choice, cache, library):
     from vitbench.models.references import resolve
 
     target = resolve(WITH_SPEC)
@@ -301,7 +313,7 @@ def test_a_damaged_memory_profile_is_refused_with_a_warning_and_traced_again(war
     assert library["memory"] == 1
     assert all(any(w["code"] == "question-cache-refused" for w in r["warnings"]) for r in chosen)
     fresh = [{**r, "warnings": [w for w in r["warnings"] if w["code"] != "question-cache-refused"]} for r in chosen]
-    assert _same(fresh) == _same(warm[2])
+    assert _same(fresh) == _same(warm_choice)
 
 
 def test_a_tampered_but_valid_spec_never_prices_a_step(warm, cache, library):

@@ -242,6 +242,7 @@ def test_live_module_is_counted_and_left_as_it_was():
     assert all(torch.equal(before[k], after[k]) for k in before)  # not even BatchNorm statistics moved
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_live_module_needs_an_input_size_unless_it_says_one():
     import torchvision
 
@@ -284,6 +285,7 @@ def test_analyze_a_live_module():
     assert record["params"] == record["module_params"] == 11_689_512  # derived ResNet spec
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_cli_analyze_mixed_references(capsys, mypkg):
     pytest.importorskip("timm")
     code, out, err = run(capsys, "analyze", "torchvision:swin_t", "timm:convnext_atto", f"py:{mypkg}.models:build", "--format", "json")
@@ -296,6 +298,7 @@ def test_cli_analyze_mixed_references(capsys, mypkg):
     assert records[f"py:{mypkg}.models:build"]["dispatch_macs"] == 900 * 8 * 27 + 80
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_validate_checks_parameters_too():
     """A spec with the right MACs but the wrong parameters (a bias-free qkv: bias adds are not
     MACs) used to pass; now the parameter difference is a disagreement."""
@@ -575,6 +578,7 @@ def test_hf_video_and_text_types_are_refused_for_what_they_are(reference, reason
     assert len(err) == 1 and re.search(reason, err[0])
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_hf_minicpm_vision_tower_is_fed_its_patch_grid():
     """MiniCPM's vision towers take ``target_sizes`` (each image's patch grid) beside the pixels:
     analyze was an error row ("'NoneType' object has no attribute 'device'"). Counted here on a

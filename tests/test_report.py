@@ -152,6 +152,7 @@ def test_report_refuses_to_overwrite_other_results(tmp_path, capsys):
     assert main(["report", str(tmp_path / "a"), "--out", str(tmp_path / "b"), "-q", "--force"]) == 0
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_rerunning_a_study_into_another_sweeps_results_needs_force(tmp_path, capsys):
     _measured_store(tmp_path / "store")  # results of a sweep that is not "mini"
     path = tmp_path / "mini.yaml"

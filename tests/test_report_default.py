@@ -37,6 +37,7 @@ def _tree(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_no_argument_writes_vitbench_report_in_the_current_folder_and_nothing_else(tiny_default, capsys):
     before = _tree(tiny_default)
     assert main(["report"]) == 0

@@ -29,6 +29,7 @@ def uninterrupted(tmp_path_factory):
     return _plain(sweep(models=["cifar-vit/4"], grid=GRID, batch_sizes=[1, 2], out=out).records)
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_gpu_pool_pins_one_worker_per_device_and_matches_a_local_run(tmp_path, monkeypatch, uninterrupted):
     monkeypatch.setenv("VITBENCH_SWEEP_ROW_DELAY_S", "0.05")  # both workers get work
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # two "visible GPUs" on a CPU machine
