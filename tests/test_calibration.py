@@ -374,6 +374,68 @@ def test_a_calibration_measured_on_a_busy_machine_carries_a_warning_through_a_sa
     assert busy_warnings(_with_load(busy_cores=0.2, threads=1)) == []  # one thread, the other core was free
 
 
+def test_the_machine_load_is_other_processes_cpu_time_over_the_wall_time(monkeypatch):
+    """busy_cores = (machine-wide CPU ticks - the worker's own) / ticks per second / wall seconds:
+    300 ticks in all, 100 of them the worker's, over 2 s at 100 ticks a second -> 1.0 core."""
+    import os
+    import time
+
+    import vitbench.timemodel.calibration.worker as worker
+
+    monkeypatch.setattr(os, "sysconf", lambda name: 100)
+    monkeypatch.setattr(worker, "load_average", lambda: (0.5, 0.5, 0.5))
+    monkeypatch.setattr(worker, "_cpu_jiffies", lambda: 1_300)
+    monkeypatch.setattr(worker, "_own_jiffies", lambda: 200)
+    monkeypatch.setattr(time, "monotonic", lambda: 12.0)
+    machine = worker.load_finish({"all": 1_000, "own": 100, "at": 10.0, "load": 0.25}, threads=2)
+    assert machine["busy_cores"] == 1.0 and machine["threads"] == 2
+    assert machine["loadavg_1m_start"] == 0.25 and machine["loadavg_1m_end"] == 0.5
+
+
+def test_a_failed_calibration_worker_says_its_last_line_or_its_exit_code(monkeypatch):
+    import vitbench.timemodel.calibration.worker as worker
+
+    answers = iter([(1, "", "Traceback (most recent call last):\n  ...\nMemoryError: out of memory\n"), (3, "", "")])
+    monkeypatch.setattr(worker, "_run_worker", lambda *args: next(answers))
+    with pytest.raises(CalibrationError, match=r"^calibration failed: MemoryError: out of memory$"):
+        worker.calibrate(threads=1)
+    with pytest.raises(CalibrationError, match=r"^calibration failed: exit code 3$"):
+        worker.calibrate(threads=1)
+
+
+def test_without_an_affinity_mask_the_default_threads_are_the_cpus_or_one(monkeypatch):
+    import os
+
+    import vitbench.timemodel.calibration.worker as worker
+
+    monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    assert worker.default_threads() == 6
+    monkeypatch.setattr(os, "cpu_count", lambda: None)  # "undetermined" (Python's docs)
+    assert worker.default_threads() == 1
+
+
+def test_the_worker_process_writes_the_calibration_and_its_progress(monkeypatch, capsys):
+    import sys
+
+    import vitbench.timemodel.calibration.worker as worker
+
+    asked = []
+
+    def measured(threads, dtypes, on_step):
+        asked.append((threads, dtypes))
+        on_step(0, 2, "matrix products")
+        return calibration()
+
+    monkeypatch.setattr(worker, "calibrate_here", measured)
+    monkeypatch.setattr(sys, "argv", ["worker", "--threads", "3"])
+    worker._main()
+    out, err = capsys.readouterr()
+    assert asked == [(3, ("float32",))]  # float32 unless told
+    assert Calibration.from_json(out).gemm == calibration().gemm
+    assert worker._progress(err.splitlines()[0] + "\n") == (0, 2, "matrix products")
+
+
 def test_a_calibration_file_without_the_machine_load_still_loads_and_is_not_flagged(tmp_path):
     from vitbench.timemodel.calibration.cache import load, save
     from vitbench.timemodel.calibration.schema import busy_warnings
@@ -393,9 +455,15 @@ def test_calibrate_here_saves_the_machine_load_in_the_file(monkeypatch):
 
     monkeypatch.setattr(worker, "GEMM_M", (1, 8))
     monkeypatch.setattr(worker, "GEMM_KN", (16, 64))
+    fitted = []
+    real_fit_affine = worker.fit_affine
+    monkeypatch.setattr(worker, "fit_affine", lambda sizes, times: fitted.append(list(sizes)) or real_fit_affine(sizes, times))
+    steps = []
     threads = torch.get_num_threads()
     try:
-        made = Calibration.from_json(worker.calibrate_here(1).to_json())
+        made = Calibration.from_json(worker.calibrate_here(1, on_step=lambda *step: steps.append(step)).to_json())
+        # a worker flushes subnormal floats to zero (repeated in-place updates must not go subnormal)
+        assert (torch.tensor([1e-39]) * 1.0).item() == 0.0
     finally:
         # calibrate_here is a worker's body: it flushes denormals to zero and sets the thread count
         # for its whole process; this test's process goes on (hypothesis refuses to run under FTZ)
@@ -404,3 +472,7 @@ def test_calibrate_here_saves_the_machine_load_in_the_file(monkeypatch):
     machine = made.notes["machine"]
     assert machine["threads"] == 1 and machine["cpus"] >= 1
     assert machine["busy_cores"] is None or machine["busy_cores"] >= 0
+    labels = worker.calibration_steps(("float32",))
+    assert steps == [(i, len(labels), label) for i, label in enumerate(labels)]  # every step, in order, once
+    # the bandwidth line: torch.add of float32 vectors of 10^2..10^7 elements reads two and writes one
+    assert fitted == [[12 * n for n in (100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)]]

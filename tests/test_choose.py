@@ -239,3 +239,70 @@ def test_the_worked_example_in_docs_choosing_md_is_what_the_command_prints(capsy
     shown_words, shown_numbers = _words_and_numbers(shown)
     assert [w.strip() for w in words] == [w.strip() for w in shown_words], stale
     assert all(abs(a - b) <= EXAMPLE_TOLERANCE * max(abs(a), abs(b)) for a, b in zip(numbers, shown_numbers)), stale
+
+
+# --- the parts of a row, by hand ------------------------------------------------------------------
+
+def test_a_batch_whose_peak_is_exactly_the_budget_fits():
+    from vitbench.timemodel.choose import RESERVE_BYTES, _fit
+
+    budget = 80 * 10**9 - RESERVE_BYTES  # an H100's 80 GB (NVIDIA's datasheet) less the reserve
+    row = {}
+    assert _fit("h100", 64, (lambda b: 128, lambda batch: budget, "replayed"), row) == 64
+    assert row["fits"] is True and row["pred_peak_memory_bytes"] == budget and row["memory_budget_bytes"] == budget
+    row = {}
+    assert _fit("h100", 64, (lambda b: 32, lambda batch: budget + 1, "replayed"), row) is None
+    assert row["fits"] is False and row["note"].startswith("does not fit: batch 64 needs")
+
+
+def test_without_a_memory_model_a_given_batch_is_priced_and_says_its_fit_was_not_checked():
+    from vitbench.timemodel.choose import _fit
+
+    row = {}
+    assert _fit("l4", 8, (None, None, "memory not predicted: no formula"), row) == 8
+    assert row["fits"] is None and row["note"] == "fit not checked: memory not predicted: no formula"
+    row = {}
+    assert _fit("l4", None, (None, None, "memory not predicted: no formula"), row) is None
+    assert row["note"] == "memory not predicted: no formula; give --batch-size to price it anyway"
+
+
+def test_backward_is_its_share_of_the_steps_macs_or_two_thirds():
+    from vitbench.timemodel.choose import _backward_s
+
+    step = {"pred_latency_s": 1.0, "pred_optimizer_s": 0.1}
+    # 400 MACs a step, 100 of them forward: backward 3/4 of the 0.9 s without the optimizer
+    assert _backward_s({**step, "pred_macs": 400, "macs": 100}) == pytest.approx(0.675)
+    assert _backward_s({**step, "pred_macs": 400, "macs": 0}) == pytest.approx(0.6)  # no forward count: 2/3
+    assert _backward_s({**step, "pred_macs": 400, "macs": 400}) == pytest.approx(0.6)
+    assert _backward_s({**step, "pred_macs": None, "macs": 100}) == pytest.approx(0.6)
+
+
+def test_a_training_rows_hours_and_cost_follow_from_its_step():
+    """8 cards of 64 images at 0.5 s a step, 512,000 images an epoch: 1,000 steps, 500 s an epoch;
+    36 epochs = 18,000 s = 5 hours; at 2 an hour a card, 80."""
+    from vitbench.timemodel.choose import _priced
+    from vitbench.timemodel.predict_settings import ChooseSettings
+
+    settings = ChooseSettings(device="h100", mode="train", epochs=36, dataset_size=512_000, gpus=8)
+    row = {"device": "h100", "batch_size": 64, "price_per_hour": 2.0}
+    prediction = {"pred_latency_s": 0.5, "pred_optimizer_s": 0.0, "pred_macs": 300, "macs": 100, "params": 0}
+    _priced(row, prediction, settings)
+    assert row["pred_backward_s"] == pytest.approx(1 / 3) and row["gradient_bytes"] == 0
+    assert row["pred_allreduce_s"] == 0 and row["pred_allreduce_exposed_s"] == 0  # no parameters: nothing to reduce
+    assert row["pred_latency_s"] == 0.5 and row["global_batch_size"] == 512 and row["pred_steps_per_epoch"] == 1_000
+    assert row["pred_epoch_s"] == 500 and row["pred_train_hours"] == pytest.approx(5.0)
+    assert row["pred_cost"] == pytest.approx(80.0)
+
+
+def test_sorting_by_cost_without_a_price_for_every_card_is_refused():
+    with pytest.raises(SpecError, match="price.*sorting by cost needs a price for every card; none for l4"):
+        vitbench.choose("vit-ti/16", device="h100,l4", price="h100=2.5", sort="cost", mode="infer", batch_size=8,
+                        epochs=1, dataset_size=1000)
+
+
+def test_the_terminal_table_keeps_the_note_last():
+    from vitbench.timemodel.choose import ANSWER_COLUMNS, TABLE_COLUMNS
+
+    assert TABLE_COLUMNS[-1] == "note" and TABLE_COLUMNS.count("note") == 1
+    assert TABLE_COLUMNS[:len(ANSWER_COLUMNS) - 1] == ANSWER_COLUMNS[:-1]
+

@@ -133,3 +133,14 @@ def test_efficientnet_b0_traced_for_a_gpu_names_its_kernels():
     assert gpu["conv_nchw"] == 1 and gpu["conv"] == 65 - 1
     cpu = Counter(op.kernel for op in cached_trace(target, 2, "infer", "bf16", "sgd", "cpu", use_cache=False))
     assert cpu["conv_grouped"] == 16 and cpu["conv"] == 65
+
+
+@pytest.mark.parametrize("batch, channels, width, takes", [
+    (16, 128, 7, True), (17, 128, 7, False), (16, 127, 7, False), (16, 128, 8, False), (2, 1024, 1, True)])
+def test_a_stride_two_pointwise_depthwise_filter_goes_to_cudnn_at_the_edges_of_pytorchs_rule(batch, channels, width, takes):
+    """PyTorch's use_cudnn_depthwise for a 1x1 filter at stride 2 and a batch above 1: batch at
+    most 16, at least 128 channels, a map at most 7 wide; each edge on both sides."""
+    from vitbench.timemodel.conv_kernels import _cudnn_takes_stride_two
+
+    assert _cudnn_takes_stride_two(batch, channels, width, kernel=1) is takes
+

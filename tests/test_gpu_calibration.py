@@ -138,6 +138,22 @@ def test_suite_is_mostly_device_bound_with_a_few_host_bound_steps():
     assert {"vit-b/16", "vit-l/16", "resnet50", "resnet101", "timm:convnext_tiny"} <= {m for m, *_ in large}
     held = [c for i, c in enumerate(SUITE) if i % HOLD_OUT == HOLD_OUT - 1]
     assert any(c[2] >= 64 for c in held) and any(c[2] == 1 for c in held)
+    assert all(batch & (batch - 1) == 0 for _, _, batch, _ in SUITE)  # powers of two, as people run them
+
+
+def test_a_fit_needs_twice_the_held_out_stride_of_configurations():
+    """Every 4th configuration is held out to judge the fit: fewer than 8 leave too few to fit and
+    to judge; refused before anything is fitted."""
+    from vitbench.timemodel.gpu_calibration import fit_on_card
+
+    with pytest.raises(CalibrationError, match=r"^only 7 configurations measured; at least 8 are needed"):
+        fit_on_card([None] * 7, profile_for(gpu("h100")))
+
+
+def test_a_calibration_of_a_card_this_vitbench_does_not_know_is_refused_when_used():
+    unknown = dataclasses.replace(_calibration(), device="mi300x")
+    with pytest.raises(CalibrationError, match="device 'mi300x' is not in this vitbench's GPU catalogue"):
+        unknown.profile()
 
 
 @pytest.mark.slow

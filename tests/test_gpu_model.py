@@ -436,6 +436,28 @@ def test_attention_on_five_dimensional_tensors_is_priced_as_the_math_path():
     assert fused_op.bytes == tensors and math_op.bytes == tensors + 4 * maps
 
 
+def test_the_math_paths_maps_are_queries_by_keys_and_only_sdpa_forward_takes_it():
+    """Cross-attention on 5-D tensors (5 queries, 7 keys a block): the maps are 5 x 7, counted from
+    the queries' rows and the keys' rows, not from one of them squared. Only the forward SDPA
+    operators on other than 4-D tensors take the math path; the answer is a bool."""
+    import torch
+
+    from vitbench.timemodel.attention_paths import math_attention, math_attention_bytes
+
+    q = torch.empty(2, 3, 4, 5, 8, dtype=torch.float16, device="meta")
+    k = torch.empty(2, 3, 4, 7, 8, dtype=torch.float16, device="meta")
+    assert math_attention_bytes((q, k, k)) == 4 * (2 * 3 * 4 * 5) * 7 * 2  # 4 passes, 120 x 7 maps, 2 bytes
+    four = torch.empty(2, 3, 5, 8, dtype=torch.float16, device="meta")
+    assert math_attention("scaled_dot_product_attention", (q, k, k)) is True
+    assert math_attention("_scaled_dot_product_efficient_attention", (q, k, k)) is True
+    assert math_attention("scaled_dot_product_attention", (q, k, four)) is True  # the queries decide
+    for name, args in [("scaled_dot_product_attention", (four, four, four)), ("bmm", (q, k)), ("mm", (q, k)),
+                       ("scaled_dot_product_attention", (four, four, q)),
+                       ("_scaled_dot_product_efficient_attention_backward", (q, k, k)),
+                       ("scaled_dot_product_attention", ())]:
+        assert math_attention(name, args) is False, name
+
+
 def test_channels_last_is_asked_for_and_prices_convolutions_without_cudnns_relayout(tmp_path):
     """``channels_last=True`` (``predict --channels-last``, as ``profile --channels-last`` and
     NVIDIA's AMP CNN benchmarks run) traces the model in NHWC: the same MACs, and a half-precision
@@ -455,3 +477,42 @@ def test_channels_last_is_asked_for_and_prices_convolutions_without_cudnns_relay
     assert main(["predict", "slides-cnn", "--device", "a100", "--precision", "bf16", "--channels-last", "-q",
                  "--format", "json", "-o", str(out)]) == 0
     assert [row["channels_last"] for row in json.loads(out.read_text())["records"]] == [True]
+
+
+def test_the_step_is_the_latest_a_kernel_queue_drains():
+    """d_N = max over i of (h_i + the kernels from i on): kernels of 1, 2, 3 s dispatched at
+    0, 5, 6 s end at max(0 + 6, 5 + 5, 6 + 3) = 10 s; no kernels, no time."""
+    import numpy as np
+
+    from vitbench.timemodel.gpu_model import step_time
+
+    assert step_time(np.array([1.0, 2.0, 3.0]), np.array([0.0, 5.0, 6.0])) == 10.0
+    assert step_time(np.array([1.0, 2.0, 3.0]), np.array([0.0, 0.0, 0.0])) == 6.0  # the device's own sum
+    assert step_time(np.array([]), np.array([])) == 0.0
+
+
+def test_a_card_profile_names_its_card():
+    from vitbench.timemodel.gpu_model import profile_for
+
+    profile = profile_for(gpu("h100"))
+    assert profile.device == "h100" and profile.device_name == "H100 SXM"  # NVIDIA's product name
+
+
+def test_the_local_gpu_is_priced_by_its_name_and_refused_without_one(monkeypatch):
+    """``--device cuda``: this machine's card, looked up by the name CUDA reports; without a CUDA
+    device, or with a card the catalogue lacks, one line naming the field (no guess)."""
+    import torch
+
+    from vitbench.timemodel.gpu_pricing import gpu_profile
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SpecError, match="no CUDA device here; name a GPU instead: .*h100"):
+        gpu_profile("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *args: "NVIDIA H100 80GB HBM3")  # as an H100 SXM reports it
+    assert gpu_profile("cuda").device == "h100"
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *args: "Tesla K80")
+    with pytest.raises(SpecError, match="Tesla K80 is not in the GPU catalogue"):
+        gpu_profile("cuda")
+    assert gpu_profile("l4").device == "l4"
+

@@ -90,6 +90,11 @@ def test_devices_lists_every_card_with_its_source(capsys):
     # what a choice between cards needs: memory and how cards talk to each other (NVIDIA's datasheet)
     assert h100["memory_bytes"] == 80 * 10**9 and h100["nvlink"] == "NVLink 4" and h100["nvlink_bytes_per_s"] == 900e9
     assert h100["pcie"] == "PCIe Gen5 x16" and next(r for r in rows if r["device"] == "l4")["nvlink"] is None
+    # in raw units: NVIDIA's datasheets (H100 SXM: 1,980 MHz boost, PCIe Gen5 128 GB/s; A100: PCIe Gen4
+    # 64 GB/s, both directions) and the copy rate measured on the lent H200 (issue 43: 4.3 TB/s)
+    assert h100["boost_clock_hz"] == 1_980_000_000 and h100["pcie_bytes_per_s"] == 128e9
+    assert next(r for r in rows if r["device"] == "a100")["pcie_bytes_per_s"] == 64e9
+    assert next(r for r in rows if r["device"] == "h200")["sustained_bandwidth_bytes_per_s"] == pytest.approx(4.3e12)
     rtx4090 = next(r for r in rows if r["device"] == "rtx4090")
     assert rtx4090["params_from"] == "ada" and rtx4090["rates"] == "datasheet" and rtx4090["sustained_tensor_flops_per_s"] is None
     assert all(r["source"] for r in rows)
@@ -109,6 +114,8 @@ def test_devices_lists_every_card_with_its_source(capsys):
     ("torchvision:resnet18", "ResNet-like"), ("timm:seresnext50_32x4d", "ResNet-like"),
     ("timm:efficientnet_b0", "EfficientNet/MobileNet"), ("torchvision:mobilenet_v3_large", "EfficientNet/MobileNet"),
     ("timm:swin_tiny_patch4_window7_224", "other"), ("timm:levit_128", "other"), ("py:./net.py:make", "other"),
+    # vitbench's own ViT presets whose names do not start with "vit"
+    ("mnist-vit", "ViT-like"), ("cifar-vit/4", "ViT-like"), ("deit-s/16", "ViT-like"),
 ])
 def test_model_families_of_the_error_bands(name, family):
     from vitbench.timemodel.families import family as family_of

@@ -10,6 +10,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,38 @@ def test_fast_path_equals_a_full_trace(name, mode):
         assert quick.latency_s == pytest.approx(full.latency_s, rel=1e-9)
         for component in BREAKDOWN:
             assert quick.components_s[component] == pytest.approx(full.components_s[component], rel=1e-9, abs=1e-15)
+
+
+@pytest.mark.slow  # five traces: a few seconds
+def test_the_fast_path_traces_an_architecture_once_and_a_deep_vit_at_depths_1_and_2(monkeypatch):
+    """What makes a sweep quick: vitbench's own model is traced once per architecture (at batch 1
+    and the two anchors), every other batch is computed from those; on a CPU a ViT deeper than 2
+    is traced at depths 1 and 2 only; a library's model is traced per configuration."""
+    from vitbench.timemodel import ops as step_ops
+
+    calls = []  # (depth, batches) of every trace (a single batch's trace is one of these too)
+    real_batches = step_ops.trace_target_batches
+
+    def batches(target, sizes, *args):
+        calls.append((getattr(target.spec, "depth", None), tuple(sizes)))
+        return real_batches(target, sizes, *args)
+
+    monkeypatch.setattr(step_ops, "trace_target_batches", batches)
+    fast = Predictor(synthetic())
+    deep = resolve("mnist-vit+depth=6")
+    for batch in (1, 4, 16, 64):
+        fast.predict(deep, batch, "infer")
+    assert calls == [(1, (1, 2, 3)), (2, (1, 2, 3))]
+    calls.clear()
+    shallow = resolve("mnist-vit+depth=2")
+    for batch in (4, 16):
+        fast.predict(shallow, batch, "infer")
+    assert calls == [(2, (1, 2, 3))]
+    calls.clear()
+    live = replace(shallow, source="py")  # not vitbench's own builder: no shortcut
+    for batch in (4, 16, 4):
+        fast.predict(live, batch, "infer")
+    assert calls == [(2, (4,)), (2, (16,))]  # the repeated configuration is not traced again
 
 
 def test_gemm_rate_interpolates_on_the_grid():

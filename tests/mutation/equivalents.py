@@ -6,6 +6,17 @@ mutant, see :mod:`tests.mutation.mutants`). The targets' older list, by name alo
 from __future__ import annotations
 
 EQUIVALENT_BY_MODULE: dict[str, dict[str, str]] = {
+    "vitbench/timemodel/calibration/worker.py": {
+        **{f"_run_worker|constant|5.0 -> {after}": "the readers' join follows the worker's exit (waited for above), "
+           "which closes its pipes and ends both readers: the join returns before any timeout"
+           for after in ("6.0", "4.0")},
+    },
+    "vitbench/timemodel/attention_paths.py": {
+        "math_attention|constant|0 -> -1": "SDPA's first three arguments (query, key, value) are all tensors: "
+                                           "hasattr(args[-1], 'dim') holds whenever hasattr(args[0], 'dim') does",
+        "math_attention_bytes|constant|1 -> 2#1": "SDPA requires the keys and the values to have the same sequence "
+                                                  "length: args[1].shape[-2] == args[2].shape[-2]",
+    },
     "vitbench/counters/fvcore_counter.py": {
         "_quiet|constant|False -> True": "fvcore's warnings about unsupported operators go to its logger, which "
                                          "_silenced() holds at ERROR around every analysis (the facts are returned as data)",
