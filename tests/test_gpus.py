@@ -143,3 +143,54 @@ def test_consumer_and_workstation_cards_keep_their_datasheet():
         spec = gpu(key)
         if spec.market != "datacenter":
             assert spec.sustained is None and spec.at_sustained_rates() is spec
+
+
+#: NVIDIA's datasheets and whitepapers, read again for this table (SMs, boost MHz, dense FP32
+#: TFLOP/s, dense FP16 tensor TFLOP/s with FP32 accumulate, DRAM GB/s, L2 MB, memory GB)
+DATASHEETS = {
+    "v100": (80, 1530, 15.7, 125.0, 900, 6, 32),
+    "v100-pcie": (80, 1380, 14.0, 112.0, 900, 6, 32),
+    "t4": (40, 1590, 8.1, 65.0, 320, 4, 16),
+    "a100": (108, 1410, 19.5, 312.0, 2039, 40, 80),
+    "a100-40gb": (108, 1410, 19.5, 312.0, 1555, 40, 40),
+    "a100-pcie": (108, 1410, 19.5, 312.0, 1935, 40, 80),
+    "a100-40gb-pcie": (108, 1410, 19.5, 312.0, 1555, 40, 40),
+    "a6000": (84, 1800, 38.7, 154.8, 768, 6, 48),
+    "l4": (58, 2040, 30.3, 121.0, 300, 48, 24),
+    "l40s": (142, 2520, 91.6, 362.05, 864, 96, 48),
+    "h100": (132, 1980, 67.0, 989.4, 3350, 50, 80),
+    "h100-pcie": (114, 1755, 51.2, 756.0, 2000, 50, 80),
+    "h100-nvl": (132, 1785, 60.0, 835.0, 3900, 50, 94),
+    "h200": (132, 1980, 67.0, 989.4, 4800, 50, 141),
+    "b200": (148, 1965, 75.0, 2250.0, 8000, 126, 180),
+    "rtx3090": (82, 1695, 35.6, 71.0, 936, 6, 24),
+    "rtx4090": (128, 2520, 82.6, 165.2, 1008, 72, 24),
+    "rtx5090": (170, 2407, 104.8, 209.5, 1792, 96, 32),
+    "rtx-pro-6000": (188, 2617, 125.0, 503.8, 1792, 128, 96),
+    "rtx-pro-6000-maxq": (188, 2287, 110.0, 440.0, 1792, 128, 96),
+}
+
+
+@pytest.mark.parametrize("key", sorted(DATASHEETS))
+def test_each_cards_numbers_are_its_datasheets(key):
+    spec = gpu(key)
+    got = (spec.sms, spec.boost_mhz, spec.fp32_tflops, spec.fp16_tflops, spec.bandwidth_gb_s, spec.l2_mb, spec.memory_gb)
+    assert got == DATASHEETS[key]
+
+
+def test_tf32_is_the_datasheets_dense_figure_where_the_card_has_it():
+    assert {key: gpu(key).tf32_tflops for key in ("a100", "h100", "l4", "rtx4090", "v100")} == {
+        "a100": 156.0, "h100": 494.7, "l4": 60.0, "rtx4090": 82.6, "v100": None}  # Volta has no TF32
+
+
+def test_measured_rates_are_the_cited_measurements_and_cannot_be_changed():
+    import dataclasses
+
+    # zzc0721/torch-performance-test-data (V100-SXM2 torch.mm); BabelStream copy on an A100-SXM4-80GB
+    assert gpu("v100").sustained.tensor_tflops == 94.84 and gpu("a100").sustained.copy_gb_s == 1709.0
+    # no V100 PCIe was measured: the SXM2's measured fraction of its datasheet, at the PCIe's 112 TFLOP/s
+    assert gpu("v100-pcie").sustained.tensor_tflops == pytest.approx(112.0 * 94.84 / 125.0)
+    assert gpu("v100-pcie").sustained.derived and not gpu("v100").sustained.derived
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        gpu("a100").sustained.copy_gb_s = 2039.0
+
