@@ -194,3 +194,23 @@ def test_measured_rates_are_the_cited_measurements_and_cannot_be_changed():
     with pytest.raises(dataclasses.FrozenInstanceError):
         gpu("a100").sustained.copy_gb_s = 2039.0
 
+
+#: NVIDIA's datasheets: NVLink per GPU (both directions), the cards one NVLink domain joins, PCIe
+#: x16 (both directions), the DGX's network per node (Gb/s)
+LINK_DATASHEETS = {
+    "v100": ("NVLink 2", 300, 8, 32, 400),         # DGX-1: 4x 100 Gb/s InfiniBand
+    "a100": ("NVLink 3", 600, 8, 64, 1600),        # DGX A100: 8x 200 Gb/s
+    "a100-pcie": ("NVLink 3", 600, 2, 64, None),   # an NVLink bridge joins two PCIe cards
+    "a100-40gb-pcie": ("NVLink 3", 600, 2, 64, None),
+    "h100": ("NVLink 4", 900, 8, 128, 3200),       # DGX H100: 8x 400 Gb/s
+    "l4": (None, None, 0, 64, None),
+}
+
+
+@pytest.mark.parametrize("key", sorted(LINK_DATASHEETS))
+def test_each_cards_links_are_its_datasheets(key):
+    from vitbench.timemodel.interconnect import link
+
+    wire = link(key)
+    assert (wire.nvlink, wire.nvlink_gb_s, wire.nvlink_group, wire.pcie_gb_s, wire.network_gbit_s) == LINK_DATASHEETS[key]
+
