@@ -516,3 +516,14 @@ def test_the_local_gpu_is_priced_by_its_name_and_refused_without_one(monkeypatch
         gpu_profile("cuda")
     assert gpu_profile("l4").device == "l4"
 
+
+@pytest.mark.parametrize("text, seconds", [
+    ("0.00002s", 2e-5), ("0.00002", 2e-5), ("12us", 12e-6), ("12µs", 12e-6), ("12 US", 12e-6), ("0.5ms", 5e-4),
+    ("800ns", 8e-7), (3e-5, 3e-5), ("default", None), ("measured", "measured")])
+def test_a_stated_host_dispatch_is_read_in_any_unit(text, seconds):
+    """A bare number is seconds; s, ms, us (or µs) and ns in any case."""
+    from vitbench.timemodel.host import parse_host_dispatch
+
+    got = parse_host_dispatch(text)
+    assert got == (pytest.approx(seconds, rel=1e-12) if isinstance(seconds, float) else seconds)
+

@@ -293,6 +293,9 @@ def test_a_gpu_device_is_priced_by_the_gpu_model_not_a_datasheet_roofline():
     (dict(device="h10"), "device"), (dict(batch_size=0), "batch_size"), (dict(mode="eval"), "mode"),
     (dict(precision="fp16"), "precision"), (dict(epochs=3), "dataset_size"), (dict(epochs=-1, dataset_size=5), "epochs"),
     (dict(price_per_hour=2.0), "price_per_hour"), (dict(device="h100", threads=2), "threads"),
+    # threads: a positive int up to 1,024 (True is an int to Python, not a count); a dataset up to 10^13 images
+    (dict(threads=True), "threads"), (dict(threads=2.0), "threads"), (dict(threads=1025), "threads"),
+    (dict(epochs=1, dataset_size=10**13 + 1), "dataset_size"),
 ])
 def test_predict_bad_input_names_the_field(kwargs, field):
     with pytest.raises(SpecError) as caught:
