@@ -527,3 +527,23 @@ def test_a_stated_host_dispatch_is_read_in_any_unit(text, seconds):
     got = parse_host_dispatch(text)
     assert got == (pytest.approx(seconds, rel=1e-12) if isinstance(seconds, float) else seconds)
 
+
+def test_views_are_not_operators_and_a_kernel_is_named_for_the_gpu_only_when_asked():
+    """A view (view, transpose, ...) moves no data: no Op. A half-precision NCHW convolution is
+    cuDNN's NCHW kernel only when traced for a GPU; described for the CPU (the default) it is a
+    plain convolution."""
+    import torch
+
+    from vitbench.timemodel.ops import describe
+
+    x = torch.empty(2, 8, dtype=torch.float16, device="meta")
+    assert describe(torch.ops.aten.view.default, (x, [4, 4]), {}, x.view(4, 4)) is None
+    assert describe(torch.ops.aten.transpose.int, (x, 0, 1), {}, x.transpose(0, 1)) is None
+    conv = torch.ops.aten.convolution.default
+    image = torch.empty(8, 64, 56, 56, dtype=torch.float16, device="meta")
+    weight = torch.empty(64, 64, 3, 3, dtype=torch.float16, device="meta")
+    args = (image, weight, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    out = torch.empty(8, 64, 56, 56, dtype=torch.float16, device="meta")
+    assert describe(conv, args, {}, out).kernel == "conv"
+    assert describe(conv, args, {}, out, for_gpu=True).kernel == "conv_nchw"
+
