@@ -179,3 +179,19 @@ def test_the_fits_p90_is_linear_between_order_statistics():
     assert quantile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.5
     assert quantile([1.0, 2.0, 3.0, 4.0, 5.0], 0.9) == pytest.approx(4.6)
     assert quantile([7.0], 0.9) == 7.0
+
+
+def test_a_parameter_within_1_percent_of_its_log_range_from_a_bound_is_at_it():
+    """conv_eff's bounds are 0.05 and 1.5 (a log range of ln 30 = 3.40): 0.05 and 1.49 are at a
+    bound, 0.052 (ln 1.04 = 0.039 away, 1.15% of the range) is not; a parameter at 0 is "none"."""
+    from vitbench.timemodel.gpu_fit import BOUNDS, at_bounds
+    from vitbench.timemodel.gpu_model import GenerationParams
+
+    assert BOUNDS["conv_eff"] == (0.05, 1.5)
+    base = GenerationParams(conv_eff=0.4, sm_bytes_per_clock=0.0)
+    assert "conv_eff" not in at_bounds(base) and "sm_bytes_per_clock" not in at_bounds(base)
+    assert "conv_eff" in at_bounds(dataclasses.replace(base, conv_eff=0.05))
+    assert "conv_eff" in at_bounds(dataclasses.replace(base, conv_eff=1.49))
+    assert "conv_eff" not in at_bounds(dataclasses.replace(base, conv_eff=0.052))
+    assert "conv_eff" not in at_bounds(dataclasses.replace(base, conv_eff=0.05), fixed=("conv_eff",))
+
