@@ -306,3 +306,36 @@ def test_the_terminal_table_keeps_the_note_last():
     assert TABLE_COLUMNS[-1] == "note" and TABLE_COLUMNS.count("note") == 1
     assert TABLE_COLUMNS[:len(ANSWER_COLUMNS) - 1] == ANSWER_COLUMNS[:-1]
 
+
+@pytest.mark.parametrize("price, field, message", [
+    ("h100=2.5,=1.3", "price_per_hour", "each entry must be DEVICE=PRICE"),
+    ("h100=2.5,a100", "price_per_hour", "each entry must be DEVICE=PRICE"),
+    ("h100=2.5,H100-SXM=3", "price_per_hour", "is priced twice"),   # an alias of the same card
+    ({"h100": 2.5, "h100-sxm": 3.0}, "price_per_hour", "is priced twice"),
+    ("h100=0", "price_per_hour[h100]", "must be a positive number"),
+    ("h100=1000000001", "price_per_hour[h100]", "must be at most 1,000,000,000"),
+])
+def test_a_price_list_is_refused_naming_the_entry(price, field, message):
+    from vitbench.timemodel.prices import device_prices
+
+    with pytest.raises(SpecError, match=message) as caught:
+        device_prices(price, ["h100", "a100"])
+    assert caught.value.field == field
+
+
+def test_a_price_file_pricing_a_card_twice_or_too_large_is_refused(tmp_path):
+    from vitbench.timemodel.prices import device_prices
+
+    twice = tmp_path / "twice.toml"
+    twice.write_text("[prices]\nh100 = 2.5\nh100-sxm = 3.0\n")
+    with pytest.raises(SpecError, match="h100 is priced twice in the file"):
+        device_prices(None, ["h100"], twice)
+    large = tmp_path / "large.toml"
+    large.write_text("[prices]\nh100 = 2.5\n" + "# padding\n" * 7000)  # over 64 KiB
+    with pytest.raises(InputFileError):
+        device_prices(None, ["h100"], large)
+    small = tmp_path / "small.toml"
+    small.write_text("[prices]\na100 = 1.3\nh100 = 2.5\n" + "# padding\n" * 6450)  # 64,531 bytes: just under 64 KiB
+    # the cards may come as any iterable, a generator too (read once)
+    assert device_prices(None, (d for d in ("h100", "a100")), small) == {"a100": 1.3, "h100": 2.5}
+
