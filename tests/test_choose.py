@@ -339,3 +339,25 @@ def test_a_price_file_pricing_a_card_twice_or_too_large_is_refused(tmp_path):
     # the cards may come as any iterable, a generator too (read once)
     assert device_prices(None, (d for d in ("h100", "a100")), small) == {"a100": 1.3, "h100": 2.5}
 
+
+@pytest.mark.parametrize("changes, field", [
+    (dict(epochs=10), "dataset_size"), (dict(dataset_size=1000), "epochs"),
+    (dict(epochs=0, dataset_size=1000), "epochs"), (dict(epochs=-1, dataset_size=1000), "epochs"),
+    (dict(sort="cost", price=2.0), "sort"), (dict(trace_cache="yes"), "trace_cache"),
+    (dict(network_gbit_s=0), "network_gbit_s"), (dict(network_gbit_s=True), "network_gbit_s"),
+    (dict(network_gbit_s=1e6), "network_gbit_s"),
+])
+def test_choose_settings_refuse_naming_the_field(changes, field):
+    from vitbench.timemodel.predict_settings import ChooseSettings
+
+    with pytest.raises(SpecError) as caught:
+        ChooseSettings(device="h100", **changes)
+    assert caught.value.field == field
+
+
+def test_choose_prices_one_card_on_one_node_unless_told():
+    from vitbench.timemodel.predict_settings import ChooseSettings
+
+    asked = ChooseSettings(device="h100,l4")
+    assert (asked.device, asked.gpus, asked.nodes, asked.mode, asked.sort) == (("h100", "l4"), 1, 1, "train", "time")
+
