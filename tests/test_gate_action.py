@@ -345,6 +345,7 @@ def venv(tmp_path):
 
 
 @pytest.mark.slow  # about 7 minutes on a busy 2-core machine: pip installs vitbench, torch and the rest into a fresh venv
+@pytest.mark.fresh_venv  # .ci/run runs it alone, from a venv without torch: two torch installs ran CI out of disk
 def test_from_a_clean_venv_the_gitlab_recipe_and_the_action_install_vitbench_and_gate(tmp_path, venv):
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     assert "include-system-site-packages = false" in (venv / "pyvenv.cfg").read_text()

@@ -70,7 +70,7 @@ def test_ci_keeps_one_venv_on_disk_at_a_time_and_no_pip_cache():
     script = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^export .*\bPIP_NO_CACHE_DIR=1\b", script, re.M)
     made = re.findall(r'python3 -m venv "\$work/(\w+)"', script)
-    assert made == ["newest", "floor", "between"], made
+    assert made == ["newest", "bare", "floor", "between"], made
     lines = script.splitlines()
     for name in made:
         created = next(i for i, line in enumerate(lines) if f'-m venv "$work/{name}"' in line)
@@ -78,6 +78,24 @@ def test_ci_keeps_one_venv_on_disk_at_a_time_and_no_pip_cache():
         following = [i for i, line in enumerate(lines) if "-m venv" in line and i > created]
         assert created < removed < min(following, default=len(lines)), name  # gone before the next is made
         assert not any(f"$work/{name}/" in line for line in lines[removed + 1:]), name  # and not used after
+
+
+def test_ci_runs_the_fresh_venv_test_alone_from_a_venv_without_torch():
+    """The gate's fresh-venv test installs torch (about 6 GB) beside the venv pytest runs in: from
+    the newest venv, two torch installs ran CI out of disk ("No space left on device")."""
+    script = (ROOT / ".ci" / "run").read_text()
+    runs = [line for line in script.splitlines() if "-m pytest" in line and not line.lstrip().startswith("#")]
+    (slow,) = [line for line in runs if "-m 'slow" in line]
+    assert "-m 'slow and not fresh_venv'" in slow, slow
+    (alone,) = [line for line in runs if "fresh_venv" in line and line != slow]
+    assert alone.startswith('"$work/bare/bin/python" -m pytest tests/test_gate_action.py -m fresh_venv'), alone
+    bare = [line.split("#")[0].strip() for line in (ROOT / "ci" / "bare.txt").read_text().splitlines()]
+    names = {re.split(r"[<>=!~ ]", line)[0].lower() for line in bare if line}
+    assert names == {"pytest", "pytest-xdist", "pyyaml"}, names  # what the test file and pyproject's addopts need, no torch
+    marked = [n for n, line in enumerate((ROOT / "tests" / "test_gate_action.py").read_text().splitlines())
+              if line.startswith("@pytest.mark.fresh_venv")]
+    assert len(marked) == 1, marked
+    assert "fresh_venv:" in " ".join(_pyproject()["tool"]["pytest"]["ini_options"]["markers"])
 
 
 def test_the_default_suite_runs_in_two_workers_everywhere_ci_runs_it():
@@ -89,6 +107,6 @@ def test_the_default_suite_runs_in_two_workers_everywhere_ci_runs_it():
     assert "--dist loadfile" in _pyproject()["tool"]["pytest"]["ini_options"]["addopts"]
     runs = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
             if re.search(r"python\"? -m pytest tests/", line) and not line.lstrip().startswith("#")]
-    default = [line for line in runs if "-m slow" not in line]
+    default = [line for line in runs if " -m " not in line.split("-m pytest", 1)[1]]
     assert len(default) == 3, runs
     assert all(re.search(r" -n 2( |$)", line) for line in default), default
