@@ -163,3 +163,52 @@ def test_bands_widen_for_a_card_not_measured_and_for_kernels_not_priced():
 def test_memory_kind_prices_unknown_operators():
     table = op_table([Op("some_new_op", "elementwise", 0, 100, (), "float16", "some_new_op")])
     assert list(table.kind) == [MEMORY]
+
+
+def test_the_tiny_product_warning_starts_at_ten_million_macs():
+    from vitbench.timemodel.prediction_rows import gpu_kernel_warnings
+
+    def tiny(macs: int) -> Op:
+        return Op("linear", "linear", macs, 2 * macs, (macs // 16, 4, 4), "float16", "gemm")
+
+    big = Op("linear", "linear", 4096**3, 2 * 3 * 4096**2, (4096, 4096, 4096), "float16", "gemm")
+    assert [w["code"] for w in gpu_kernel_warnings([tiny(10**7), big])] == ["gpu-unpriced-kernels"]
+    assert gpu_kernel_warnings([tiny(10**7 - 16), big]) == []  # launch-bound, priced so
+
+
+def test_a_trace_that_misses_more_than_one_percent_of_the_counted_macs_is_warned():
+    from types import SimpleNamespace
+
+    from vitbench.timemodel.prediction_rows import trace_warnings
+
+    def codes(counted, traced, mode="infer"):
+        return [w["code"] for w in trace_warnings({"macs": counted}, SimpleNamespace(macs=traced), mode)]
+
+    assert codes(1000, 990) == [] and codes(1000, 1010) == []
+    assert codes(1000, 989) == ["trace-misses-work"] and codes(1000, 1011) == ["trace-misses-work"]
+    assert codes(1, 3) == ["trace-misses-work"]  # one MAC counted is a count
+    assert codes(0, 3) == [] and codes(None, 3) == [] and codes(1000, 10, "train") == []
+
+
+def test_a_gpu_row_names_its_card_and_a_cpu_row_none():
+    import vitbench
+
+    [cpu] = vitbench.predict("vit-ti/16", device="cpu")
+    [h100] = vitbench.predict("vit-ti/16", device="h100")
+    assert "device_name" not in dict(cpu)
+    assert h100["device_name"] == "H100 SXM"
+
+
+def test_a_calibrated_cards_band_says_whether_its_configurations_were_held_out():
+    from types import SimpleNamespace
+
+    from vitbench.timemodel.prediction_rows import error_band
+
+    def band(held_out):
+        validation = {"calibration": {"n": 12, "median": 0.03, "p90": 0.08, "held_out": held_out}}
+        return error_band(SimpleNamespace(calibrated_on="2026-11-28", validation=validation), "timm:resnet50", "infer")
+
+    assert band(True) == {"pred_error_median": 0.03, "pred_error_p90": 0.08,
+                          "pred_error_basis": "held-out configurations of this card's calibration (n=12)"}
+    assert band(False)["pred_error_basis"] == ("the fit's residuals on this card's calibration (n=12); "
+                                               "not an error on held-out models")

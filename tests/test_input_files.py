@@ -399,6 +399,7 @@ def _measured(**cells):
     ({"batch_size": "x"}, "batch_size='x'"), ({"batch_size": [1]}, r"batch_size=\[1\]"),
     ({"batch_size": 1.5}, "batch_size=1.5"), ({"batch_size": True}, "batch_size=True"),
     ({"batch_size": None}, "batch_size=None"), ({"batch_size": 0}, "batch_size=0"),
+    ({"batch_size": 10**9 + 1}, "batch_size=1000000001"),
     ({"latency_p50_s": float("inf")}, "latency_p50_s=inf"), ({"latency_p50_s": True}, "latency_p50_s=True"),
     ({"latency_p50_s": 1e-320}, "latency_p50_s=1e-320"), ({"latency_p50_s": "abc"}, "latency_p50_s='abc'"),
     ({"latency_p50_s": -0.01}, "latency_p50_s=-0.01"),
@@ -409,6 +410,14 @@ def test_measured_rows_that_are_no_batch_or_no_time_are_refused_naming_row_and_c
     with pytest.raises(InputFileError, match=f"^measured records: row 2: {match}: must be") as info:
         measured_index([_measured(), _measured(**cells)])
     assert "\n" not in str(info.value)
+
+
+def test_a_measured_batch_of_a_billion_is_the_largest_taken():
+    from vitbench.timemodel.prediction_rows import measured_index
+
+    assert measured_index([_measured(batch_size=10**9)]) == {("mnist-vit", "", "infer", 10**9, "fp32"): 0.01}
+    with pytest.raises(InputFileError, match="must be a whole number from 1 to 1,000,000,000$"):
+        measured_index([_measured(batch_size=10**9 + 1)])
 
 
 def test_measured_rows_that_failed_or_have_no_latency_are_left_out():

@@ -345,3 +345,34 @@ def test_a_repeated_question_imports_no_model_library(tmp_path):
         assert "timm" in first.stdout.splitlines()[-1]
         assert again.stdout.splitlines()[-1] == "[]"
         assert again.stdout.splitlines()[:-1] == first.stdout.splitlines()[:-1]
+
+
+# --- the key, the tags and the entry bounds, as documented ------------------------------------------
+
+def test_the_key_is_the_first_40_hex_digits_of_sha256_of_the_question_as_sorted_compact_json():
+    import hashlib
+
+    identity = {"model": "timm:resnet18", "overrides": {}, "input_size": None}
+    context = question_cache.context()
+    text = json.dumps({"kind": "resolution", "identity": question_cache.tagged(identity), **context}, sort_keys=True,
+                      separators=(",", ":"))
+    assert question_cache.entry_key("resolution", identity) == hashlib.sha256(text.encode()).hexdigest()[:40]
+    assert context["python"] == [sys.version_info.major, sys.version_info.minor]  # the minor version, not the patch
+
+
+def test_tags_keep_what_json_loses():
+    tagged = question_cache.tagged
+    assert tagged([1, (2, "a")]) == {"list": [1, {"tuple": [2, "a"]}]}
+    assert tagged(Path("x")) == {"repr": "pathlib.PosixPath:PosixPath('x')"}
+    assert tagged(float("nan")) == {"repr": "nan"} and tagged(0.5) == 0.5
+    assert tagged({2: None}) == {"dict": [["2", None]]}
+
+
+def test_an_entry_over_one_mebibyte_is_not_written_and_the_largest_counts_read_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("VITBENCH_TRACE_DIR", str(tmp_path))
+    assert question_cache.MAX_ENTRY_BYTES == 2 ** 20
+    big = {"params": 10, "note": "x" * (3 * 2 ** 19)}  # 1.5 MiB
+    assert question_cache.write("counts", "k", big, lambda value: value) is False
+    assert question_cache.write("counts", "k", {"params": 10 ** 18}, lambda value: value) is True  # 19 digits
+    assert question_cache.read("counts", "k", lambda value: value) == ({"params": 10 ** 18}, [])
+    assert question_cache.write("counts", "k", {"params": 10 ** 19}, lambda value: value) is False  # 20 digits
