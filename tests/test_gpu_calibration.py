@@ -195,3 +195,62 @@ def test_a_parameter_within_1_percent_of_its_log_range_from_a_bound_is_at_it():
     assert "conv_eff" not in at_bounds(dataclasses.replace(base, conv_eff=0.052))
     assert "conv_eff" not in at_bounds(dataclasses.replace(base, conv_eff=0.05), fixed=("conv_eff",))
 
+
+
+def test_a_calibration_object_prices_as_its_file_does(tmp_path):
+    slower = _calibration(gemm_eff=profile_for(gpu("h100")).params.gemm_eff / 4)
+    asked = dict(device="h100", batch_size=8, precision="bf16")
+    from_file, = vitbench.predict("vit-ti/16", calibration=save(slower, tmp_path / "cal.json"), **asked)
+    from_object, = vitbench.predict("vit-ti/16", calibration=slower, **asked)
+    assert from_object["pred_latency_s"] == from_file["pred_latency_s"]
+    assert from_object["pred_basis"] == "gpu-model:h100 (calibrated on H100 SXM)"
+
+
+def test_a_damaged_calibration_given_is_refused_naming_the_option(tmp_path):
+    from vitbench.timemodel.gpu_pricing import gpu_pricing
+
+    data = json.loads(_calibration().to_json())
+    data["format"] = 99
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(CalibrationError, match=rf"^--calibration='{path}': refused \(format 99, "):
+        gpu_pricing("h100", path)
+
+
+def test_the_local_cards_cached_calibration_prices_it_and_a_damaged_one_is_a_warning(tmp_path, monkeypatch):
+    """``--device cuda`` with no --calibration: this card's calibration from the cache (made by
+    ``vitbench calibrate --device cuda``); a damaged one is refused in a warning and the
+    published fit prices the row."""
+    import torch
+
+    from vitbench.timemodel.gpu_calibration import cache_path
+    from vitbench.timemodel.gpu_pricing import gpu_pricing
+
+    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *args: "NVIDIA H100 80GB HBM3")
+    published, warnings = gpu_pricing("cuda", None)
+    assert warnings == [] and published.calibrated_on == ""
+    path = cache_path("NVIDIA H100 80GB HBM3", torch.__version__)
+    assert path.parent == tmp_path / "calibrations"
+    save(_calibration(), path)
+    profile, warnings = gpu_pricing("cuda", None)
+    assert warnings == [] and profile.calibrated_on == "H100 SXM" and profile.validation["calibration"]["n"] == 12
+    path.write_text("{not json")
+    profile, warnings = gpu_pricing("cuda", None)
+    assert profile.calibrated_on == "" and profile.params == published.params
+    assert [w["code"] for w in warnings] == ["calibration-refused"]
+    assert warnings[0]["message"].startswith(f"cached GPU calibration {path} refused (")
+
+
+def test_the_calibration_cache_is_under_xdg_cache_home_or_home_and_names_are_cut_at_48(tmp_path, monkeypatch):
+    from vitbench.timemodel.calibration.cache import cache_dir, file_safe
+
+    monkeypatch.delenv("VITBENCH_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "vitbench" / "calibrations"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "vitbench" / "calibrations"
+    assert file_safe("NVIDIA H100 80GB HBM3") == "NVIDIA-H100-80GB-HBM3"
+    assert file_safe("x" * 60) == "x" * 48 and file_safe("/ /") == "unknown"

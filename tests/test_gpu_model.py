@@ -451,6 +451,8 @@ def test_the_math_paths_maps_are_queries_by_keys_and_only_sdpa_forward_takes_it(
     assert math_attention("scaled_dot_product_attention", (q, k, k)) is True
     assert math_attention("_scaled_dot_product_efficient_attention", (q, k, k)) is True
     assert math_attention("scaled_dot_product_attention", (q, k, four)) is True  # the queries decide
+    # the aten operators' traced arguments end in flags and scales, not tensors
+    assert math_attention("_scaled_dot_product_efficient_attention", (q, k, k, None, False, 0.0, False)) is True
     for name, args in [("scaled_dot_product_attention", (four, four, four)), ("bmm", (q, k)), ("mm", (q, k)),
                        ("scaled_dot_product_attention", (four, four, q)),
                        ("_scaled_dot_product_efficient_attention_backward", (q, k, k)),

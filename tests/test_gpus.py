@@ -123,6 +123,19 @@ def test_model_families_of_the_error_bands(name, family):
     assert family_of(name) == family
 
 
+def test_the_families_are_five_and_a_name_is_read_without_its_source_weights_or_overrides():
+    from vitbench.timemodel.families import FAMILIES, family
+
+    assert FAMILIES == ("ViT-like", "ResNet-like", "ConvNeXt", "EfficientNet/MobileNet", "other")
+    assert family("timm:resnet50+drop_rate=0.1") == "ResNet-like"  # the model, not its override
+    assert family("vit-b/16+depth=6") == "ViT-like"
+    assert family("timm:convnext_tiny.fb_in1k+drop_path_rate=0.1") == "ConvNeXt"
+    # a file of the user's: its function's name says nothing vitbench can trust
+    assert family("py:./models.py:resnet50") == "other" and family("py:./vit.py:build") == "other"
+    assert {family(name) for name in ("vit-ti/16", "resnet50", "timm:convnext_tiny", "timm:efficientnet_b0",
+                                      "timm:swin_tiny_patch4_window7_224")} == set(FAMILIES)
+
+
 @pytest.mark.parametrize("key", [k for k in GPU_DEVICES if gpu(k).market == "datacenter"])
 def test_each_data_centre_card_sustains_a_measured_fraction_of_its_datasheet(key):
     """Published measurements put a large dense fp16/bf16 matrix product at 40-90% of a data-centre

@@ -12,8 +12,6 @@ EQUIVALENT_BY_MODULE: dict[str, dict[str, str]] = {
            for after in ("6.0", "4.0")},
     },
     "vitbench/timemodel/attention_paths.py": {
-        "math_attention|constant|0 -> -1": "SDPA's first three arguments (query, key, value) are all tensors: "
-                                           "hasattr(args[-1], 'dim') holds whenever hasattr(args[0], 'dim') does",
         "math_attention_bytes|constant|1 -> 2#1": "SDPA requires the keys and the values to have the same sequence "
                                                   "length: args[1].shape[-2] == args[2].shape[-2]",
     },
