@@ -60,6 +60,14 @@ def test_each_check_names_what_is_wrong(change, message):
     assert str(refused.value) == message
 
 
+def test_gemm_sizes_up_to_a_trillion_are_taken_and_a_calibration_made_in_code_took_no_time():
+    grid = [[m, 1, 1, 1e10] for m in (1, 1e12)]
+    calibration({"float32": grid}).check()
+    with pytest.raises(CalibrationError, match=r"^gemm\['float32'\]: needs sizes from 1 to 1e\+12 and rates"):
+        calibration({"float32": [[1, 1, 1, 1e10], [1e12 + 1, 1, 1, 1e10]]}).check()
+    assert calibration().seconds == 0.0
+
+
 def test_summary_reports_the_float32_peak_and_the_fits():
     rows = [[m, 1, 1, 2e10 if m == 8 else 1e10] for m in (1, 8)]
     cal = replace(calibration({"float32": rows, "bfloat16": [[1, 1, 1, 9e10]]}), ops={"gelu": [0.0, 1e9]},

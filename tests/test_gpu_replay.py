@@ -119,3 +119,15 @@ def test_too_few_steps_to_fit_and_judge_are_refused():
 
     with pytest.raises(CalibrationError, match="at least"):
         fit_on_card([], profile_for(gpu("h100")))
+
+
+def test_a_measured_record_is_frozen_and_a_card_outside_the_catalogue_is_refused():
+    import dataclasses
+
+    from vitbench.timemodel.gpu_records import Measured, observations
+
+    record = Measured("vm", "h999", "calibration", "vit-ti/16", "infer", 1, "bf16", 0.001)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.card = "h100"
+    with pytest.raises(ValueError, match="^card 'h999' is not in the GPU catalogue$"):
+        observations([record])
