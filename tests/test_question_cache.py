@@ -376,3 +376,24 @@ def test_an_entry_over_one_mebibyte_is_not_written_and_the_largest_counts_read_b
     assert question_cache.write("counts", "k", {"params": 10 ** 18}, lambda value: value) is True  # 19 digits
     assert question_cache.read("counts", "k", lambda value: value) == ({"params": 10 ** 18}, [])
     assert question_cache.write("counts", "k", {"params": 10 ** 19}, lambda value: value) is False  # 20 digits
+
+
+@pytest.mark.parametrize("value", [{"params": -1}, {"params": 1.5}, {"params": True}, {"params": 2**62 + 1},
+                                   {"macs": 2, "flops": 4.0}])
+def test_a_count_that_is_no_integer_from_0_to_2_to_the_62_is_stale(value):
+    with pytest.raises(question_cache.StaleEntry):
+        cached_models.parse_counts(value)
+
+
+def test_the_largest_counts_sizes_and_memory_points_read_back():
+    assert cached_models.parse_counts({"params": 2**62, "macs": 0, "flops": 0}) == {"params": 2**62, "macs": 0, "flops": 0}
+    profile = cached_models.parse_profile({"points": [[0, -5], [2**62, 2**62]], "forward_end": [0, 7], "fixed": 0})
+    assert profile.points == ((0, -5), (2**62, 2**62)) and profile.forward_end == (0, 7)
+    with pytest.raises(question_cache.StaleEntry, match="bytes per image >= 0"):
+        cached_models.parse_profile({"points": [[-1, 5]], "forward_end": [0, 7], "fixed": 0})
+    from vitbench.models.target import Target
+    from vitbench.specs.common import MAX_FIELD
+
+    large = Target(name="timm:x", source="timm", input_size=(3, MAX_FIELD, MAX_FIELD))
+    value = json.loads(json.dumps(cached_models.encode_resolution([large], set())))
+    assert cached_models.parse_resolution(value) == ([large], set())
