@@ -104,6 +104,18 @@ def test_more_depth_never_predicts_less_time():
         assert quick == sorted(quick)
 
 
+def test_two_traces_are_aligned_only_operator_by_operator():
+    from vitbench.timemodel.fast import _aligned
+
+    def op(name, shape=(4, 8, 8)):
+        return Op(name, "linear", 1, 1, shape, "float32", "gemm")
+
+    assert _aligned([op("addmm"), op("mm")], [op("addmm", (6, 8, 8)), op("mm", (6, 8, 8))])
+    assert not _aligned([op("addmm"), op("mm")], [op("mm"), op("addmm")])  # the same length, other operators
+    assert not _aligned([op("addmm")], [op("addmm"), op("mm")])
+    assert not _aligned([op("addmm")], [op("addmm", (6, 8))])
+
+
 @pytest.mark.parametrize("name", ["vit-ti/16+depth=5", "resnet18", "cifar-vit/4+pool=mean"])
 @pytest.mark.parametrize("mode", ["infer", "train"])
 @pytest.mark.slow
@@ -141,6 +153,9 @@ def test_the_fast_path_traces_an_architecture_once_and_a_deep_vit_at_depths_1_an
     deep = resolve("mnist-vit+depth=6")
     for batch in (1, 4, 16, 64):
         fast.predict(deep, batch, "infer")
+    assert calls == [(1, (1, 2, 3)), (2, (1, 2, 3))]
+    calls.clear()
+    fast.predict(resolve("mnist-vit+depth=3"), 4, "infer")  # three is deeper than 2: traced at depths 1 and 2 too
     assert calls == [(1, (1, 2, 3)), (2, (1, 2, 3))]
     calls.clear()
     shallow = resolve("mnist-vit+depth=2")
