@@ -397,6 +397,10 @@ def test_host_dispatch_is_checked_and_measured():
     host = resolve_host("measured")
     # a CPU dispatches an eager operator in microseconds, never in a nanosecond or a millisecond
     assert 1e-6 < host.infer_s < 1e-3 and host.train_s > host.infer_s and "measured" in host.source
+    from vitbench.timemodel.host import CUDA_LAUNCH_S, measure_cpu_dispatch_s
+
+    cpu = measure_cpu_dispatch_s(repeats=2, min_time_s=0.01)  # the CPU's part alone: PyTorch's dispatcher, per operator
+    assert 1e-7 < cpu < 1e-3 and host.infer_s > CUDA_LAUNCH_S
     with pytest.raises(SpecError, match="GPU devices"):
         vitbench.predict("vit-ti/16", device="cpu", host_dispatch="5us")
 
