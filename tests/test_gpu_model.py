@@ -553,3 +553,17 @@ def test_views_are_not_operators_and_a_kernel_is_named_for_the_gpu_only_when_ask
     assert describe(conv, args, {}, out).kernel == "conv"
     assert describe(conv, args, {}, out, for_gpu=True).kernel == "conv_nchw"
 
+
+
+def test_a_training_trace_with_no_class_count_takes_the_classes_from_the_scores():
+    """A module whose class count vitbench does not know: scores (batch, classes) are trained with
+    cross-entropy against labels drawn from their width; any other output with the mean square."""
+    import torch
+
+    from vitbench.timemodel.ops import trace_ops
+
+    scores = trace_ops(lambda: torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(192, 10)), (3, 8, 8), None, 2, "train")
+    names = [op.name for op in scores]
+    assert names[:3] == ["addmm", "_log_softmax", "nll_loss_forward"] and "pow" not in names
+    features = trace_ops(lambda: torch.nn.Conv2d(3, 4, 3), (3, 8, 8), None, 2, "train")
+    assert [op.name for op in features][:3] == ["convolution", "pow", "mean"]

@@ -11,6 +11,12 @@ EQUIVALENT_BY_MODULE: dict[str, dict[str, str]] = {
            "which closes its pipes and ends both readers: the join returns before any timeout"
            for after in ("6.0", "4.0")},
     },
+    "vitbench/timemodel/ops.py": {
+        "_operands|constant|2 -> 3": "matmul takes two tensors and tensordot's third argument is its dims (an int or "
+                                     "lists of ints), never a tensor: args[:3] holds the tensors args[:2] does",
+        "_trace_steps|remove|del out -> pass": "the output is a fake tensor (no storage, no values): holding it through "
+                                               "backward records the same operators with the same shapes",
+    },
     "vitbench/timemodel/attention_paths.py": {
         "math_attention_bytes|constant|1 -> 2#1": "SDPA requires the keys and the values to have the same sequence "
                                                   "length: args[1].shape[-2] == args[2].shape[-2]",
