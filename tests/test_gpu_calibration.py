@@ -254,3 +254,72 @@ def test_the_calibration_cache_is_under_xdg_cache_home_or_home_and_names_are_cut
     assert cache_dir() == tmp_path / "home" / ".cache" / "vitbench" / "calibrations"
     assert file_safe("NVIDIA H100 80GB HBM3") == "NVIDIA-H100-80GB-HBM3"
     assert file_safe("x" * 60) == "x" * 48 and file_safe("/ /") == "unknown"
+
+
+def _gemm_and_copy_observations():
+    """Four steps of matrix products and copies on an H100, their times made by the cost model
+    with half the published gemm_eff and 0.7 of its bandwidth_eff; those two parameters free."""
+    from vitbench.timemodel.gpu_fit import Observation
+    from vitbench.timemodel.gpu_model import GenerationParams, op_table
+    from vitbench.timemodel.ops import Op
+
+    spec = gpu("h100")
+    start = profile_for(spec).params
+
+    def gemm(size):
+        return Op("mm", "linear", size ** 3, 6 * size * size, (size, size, size), "bfloat16", "gemm")
+
+    def copy(nbytes):
+        return Op("add", "elementwise", 0, nbytes, (), "bfloat16", "add")
+
+    tables = [op_table([gemm(s)] * 4 + [copy(s * s * 8)] * 4) for s in (1024, 2048, 4096, 8192)]
+    observations = [Observation(t, spec, "infer", 1.0) for t in tables]
+    hidden = dataclasses.replace(start, gemm_eff=start.gemm_eff * 0.5, bandwidth_eff=start.bandwidth_eff * 0.7)
+    made = Stacked(observations).latencies(hidden)
+    observations = [dataclasses.replace(o, measured_s=float(t)) for o, t in zip(observations, made)]
+    fixed = [f.name for f in dataclasses.fields(GenerationParams) if f.name not in ("gemm_eff", "bandwidth_eff")]
+    return observations, start, hidden, fixed
+
+
+def test_the_fit_finds_the_parameters_that_made_the_times_and_starts_where_it_is_told():
+    observations, start, hidden, fixed = _gemm_and_copy_observations()
+    fitted = fit(observations, start, fixed=fixed)
+    assert fitted.gemm_eff == pytest.approx(hidden.gemm_eff, rel=1e-6)
+    assert fitted.bandwidth_eff == pytest.approx(hidden.bandwidth_eff, rel=1e-6)
+    assert fitted.k_half == start.k_half  # fixed
+    low = dataclasses.replace(start, gemm_eff=0.1)  # near its lower bound, 0.05
+    once = fit(observations, low, fixed=fixed, max_evaluations=1)  # stopped where it started
+    assert (once.gemm_eff, once.bandwidth_eff) == pytest.approx((0.1, start.bandwidth_eff), rel=1e-12)
+
+
+def test_a_prior_weight_holds_a_parameter_at_the_prior_and_the_others_take_up_the_data():
+    observations, start, hidden, fixed = _gemm_and_copy_observations()
+    held = fit(observations, start, fixed=fixed, prior_weight={"gemm_eff": 100.0})
+    assert held.gemm_eff == pytest.approx(start.gemm_eff, rel=1e-4)  # the prior is the start unless given
+    assert held.bandwidth_eff < 0.5 * hidden.bandwidth_eff  # the copies absorb the slower products
+    toward = fit(observations, start, fixed=fixed, prior_weight={"gemm_eff": 100.0},
+                 prior=dataclasses.replace(start, gemm_eff=start.gemm_eff * 0.8))
+    assert toward.gemm_eff == pytest.approx(0.8 * start.gemm_eff, rel=1e-4)
+    free = fit(observations, start, fixed=fixed, prior_weight={"bandwidth_eff": 0.0})  # a weight of 0: not held
+    assert free.gemm_eff == pytest.approx(hidden.gemm_eff, rel=1e-6)
+
+
+@pytest.mark.parametrize("name, value, taken", [
+    ("conv_eff", 1.2, True),             # efficiencies may pass 1: GeForce cards run above the rated boost clock
+    ("conv_eff", 1.6, False),
+    ("depthwise_eff", 0.01, True), ("depthwise_eff", 0.004, False),
+    ("grouped_channels_half", 1.5, True), ("grouped_channels_half", 0.5, False),
+    ("sm_bytes_per_clock", 0.5, False),  # 0 (no bound, an older file) or 1 to 64 bytes a clock
+    ("sm_bytes_per_clock", 0.0, True),
+    ("l2_gain", 10.0, True), ("l2_gain", 10.5, False),
+])
+def test_a_calibrations_parameters_are_read_within_their_bounds(tmp_path, name, value, taken):
+    data = json.loads(_calibration().to_json())
+    data["params"][name] = value
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(data))
+    if taken:
+        assert load(path).params[name] == value
+    else:
+        with pytest.raises(CalibrationError, match=rf"^params\.{name}={value!r} is outside its bounds \["):
+            load(path)

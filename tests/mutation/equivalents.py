@@ -11,6 +11,10 @@ EQUIVALENT_BY_MODULE: dict[str, dict[str, str]] = {
            "which closes its pipes and ends both readers: the join returns before any timeout"
            for after in ("6.0", "4.0")},
     },
+    "vitbench/timemodel/gpu_fit.py": {
+        "fit.residuals|constant|0 -> -1": "with every weight 0 the prior's residuals are 0 * (x - prior) = 0 with a "
+                                          "zero Jacobian: appending them leaves the cost, its gradient and each step alike",
+    },
     "vitbench/timemodel/ops.py": {
         "_operands|constant|2 -> 3": "matmul takes two tensors and tensordot's third argument is its dims (an int or "
                                      "lists of ints), never a tensor: args[:3] holds the tensors args[:2] does",
