@@ -173,3 +173,66 @@ def test_a_long_whole_step_is_still_timed_in_blocks():
     step = Clock(0.5)
     assert probes.median_seconds(step.run, step, 1, 0.008, blocks=5, long_once=False) == pytest.approx(0.5)
     assert step.calls == 6
+
+
+def test_the_token_probes_written_out_attention_is_scaled_dot_product_attention():
+    """The third block writes attention out (scores, softmax, product: the operators of a
+    model without SDPA); with the fused blocks' weights it computes what SDPA does."""
+    import torch
+
+    net = probes.token_network(8, 4, 16, 2).eval()
+    fused, written = net.blocks[0], net.blocks[2]
+    written.load_state_dict(fused.state_dict())
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(written(x), fused(x))
+
+
+def test_a_probe_records_its_forward_and_a_training_probe_its_dropout_backward_and_optimizer(monkeypatch):
+    monkeypatch.setattr(probes, "median_seconds", lambda *a, **k: 1e-4)
+    recorded = {}
+    for mode in ("infer", "train"):
+        samples, step_s = probes.run_probe(lambda: probes.token_network(8, 4, 16, 2), (2, 3, 8, 8), mode,
+                                           time.process_time, 1, 1e-4)
+        recorded[mode] = {op.name for op, _ in samples}
+        assert step_s == 1e-4
+    assert {"conv2d", "linear", "scaled_dot_product_attention", "layer_norm", "softmax"} <= recorded["infer"]
+    assert {"bernoulli_", "convolution_backward", "addcdiv_"} <= recorded["train"]  # dropout, backward, AdamW
+
+
+@pytest.mark.slow  # builds five models and runs each once at 224 px: about 5 s
+def test_the_calibrations_convolutions_are_layers_of_the_models_people_run():
+    """The stems and patch embeddings, ResNet's 3x3 and 1x1 layers, ConvNeXt's depthwise 7x7 and
+    MobileNet-V3's narrow and depthwise layers of the list are those models' own layers, read
+    from torchvision's, timm's and vitbench's modules by a hook on every Conv2d (channels in,
+    input size, channels out, kernel, stride, groups)."""
+    import timm
+    import torch
+    import torchvision
+
+    from vitbench.models.references import resolve
+
+    def layers(model) -> set[tuple[int, ...]]:
+        found = set()
+
+        def hook(module, inputs, _):
+            found.add((module.in_channels, inputs[0].shape[-1], module.out_channels, module.kernel_size[0],
+                       module.stride[0], module.groups))
+
+        for module in model.modules():
+            if isinstance(module, torch.nn.Conv2d):
+                module.register_forward_hook(hook)
+        with torch.no_grad():
+            model.eval()(torch.zeros(1, 3, 224, 224))
+        return found
+
+    models = {"resnet50": torchvision.models.resnet50(), "vit-ti/16": resolve("vit-ti/16").build(),
+              "convnext_tiny": timm.create_model("convnext_tiny"),
+              "mobilenet_v3_large": torchvision.models.mobilenet_v3_large(),
+              "mobilenet_v3_small": torchvision.models.mobilenet_v3_small()}
+    seen = set().union(*(layers(model) for model in models.values()))
+    synthetic = {(3, 32, 64, 3, 1, 1), (16, 56, 16, 3, 1, 1), (64, 56, 64, 3, 1, 64),  # a CIFAR stem, narrow, depthwise 3x3
+                 (64, 32, 64, 3, 1, 1), (128, 16, 128, 3, 1, 1), (256, 8, 256, 3, 1, 1)}  # CIFAR networks' stages
+    listed = {conv[1:] for conv in probes.CONV_LIST}
+    assert listed - synthetic <= seen, sorted(listed - synthetic - seen)
+    assert len(listed - synthetic) == 17

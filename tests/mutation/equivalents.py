@@ -15,6 +15,14 @@ EQUIVALENT_BY_MODULE: dict[str, dict[str, str]] = {
         "fit.residuals|constant|0 -> -1": "with every weight 0 the prior's residuals are 0 * (x - prior) = 0 with a "
                                           "zero Jacobian: appending them leaves the cost, its gradient and each step alike",
     },
+    "vitbench/timemodel/probes.py": {
+        "token_network.Net.forward|constant|1 -> 2#5": "the probe's values are never read, only its operators timed: "
+                                                       "a roll over dims (2, 2) is the same operator on the same tensor, "
+                                                       "moving the same bytes",
+        "run_probe.step|remove|model.train() -> pass": "a training probe's model is made by the factory in this call "
+                                                       "(a new nn.Module is in training mode) and nothing calls eval() "
+                                                       "on it: train() changes nothing",
+    },
     "vitbench/timemodel/ops.py": {
         "_operands|constant|2 -> 3": "matmul takes two tensors and tensordot's third argument is its dims (an int or "
                                      "lists of ints), never a tensor: args[:3] holds the tensors args[:2] does",
