@@ -6,6 +6,7 @@ valid entry written back."""
 from __future__ import annotations
 
 import gzip
+import re
 import json
 import os
 from pathlib import Path
@@ -169,3 +170,80 @@ def test_a_refusal_met_outside_a_prediction_is_not_carried_into_the_next_predict
     assert trace_cache.read("elsewhere") is None  # refused, its warning left for nobody
     rows = list(vitbench.predict("mnist-vit", device="h100,l4", batch_size=2, trace_cache=True))
     assert [w["message"] for r in rows for w in r["warnings"] if w["code"] == "trace-cache-refused"] == []
+
+
+# --- an entry's checks, one by one (trace_cache.load_entry) ------------------------------------------
+
+OP = ["addmm", "linear", 64, 1024, [4, 8, 2], "float32", "gemm", 0]
+
+
+def _stored(tmp_path: Path, ops, key: str = "k", **fields) -> Path:
+    entry = {"format": trace_cache.FORMAT, "key": key, "ops": ops, "sha256": trace_cache.checksum(key, ops), **fields}
+    path = tmp_path / f"{key}.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(entry).encode()))
+    return path
+
+
+def test_an_entry_of_valid_operators_reads_back_as_they_were(tmp_path):
+    from vitbench.timemodel.ops import Op
+
+    ops = [OP, ["convolution", "conv", 9, 99, [2, 3, 4, 8], "bfloat16", "conv_grouped", 0],
+           ["view", "elementwise", 0, 0, [], "float16", "", 1]]
+    read = trace_cache.load_entry(_stored(tmp_path, ops), "k")
+    assert read == [Op("addmm", "linear", 64, 1024, (4, 8, 2), "float32", "gemm", False),
+                    Op("convolution", "conv", 9, 99, (2, 3, 4, 8), "bfloat16", "conv_grouped", False),
+                    Op("view", "elementwise", 0, 0, (), "float16", "", True)]
+
+
+@pytest.mark.parametrize("op, message", [
+    (OP[:7], "an operator is not a list of 8 fields"),
+    ([*OP[:2], -1, *OP[3:]], "an operator's macs=-1 is not valid"),
+    ([*OP[:3], 1.5, *OP[4:]], "an operator's bytes=1.5 is not valid"),
+    ([*OP[:2], 2**62 + 1, *OP[3:]], "an operator's macs=4611686018427387905 is not valid"),
+    ([*OP[:4], [1, 2, 3, 4, 5], *OP[5:]], "an operator's shape=[1, 2, 3, 4, 5] is not valid"),
+    ([*OP[:7], 2], "an operator's aliases=2 is not valid"),
+    ([*OP[:7], True], "an operator's aliases=True is not valid"),
+])
+def test_an_operator_that_is_not_valid_is_refused_naming_its_field(tmp_path, op, message):
+    with pytest.raises(trace_cache.StaleEntry, match=f"^{re.escape(message)}$"):
+        trace_cache.load_entry(_stored(tmp_path, [OP, op]), "k")
+
+
+def test_an_entry_of_another_key_or_format_or_nested_too_deep_is_refused(tmp_path):
+    with pytest.raises(trace_cache.StaleEntry, match=r"^format or key is not this one's \(format \d+\)$"):
+        trace_cache.load_entry(_stored(tmp_path, [OP], key="other"), "k")
+    old = {"format": trace_cache.FORMAT - 1, "key": "k", "ops": [OP], "sha256": trace_cache.checksum("k", [OP])}
+    (tmp_path / "old.json.gz").write_bytes(gzip.compress(json.dumps(old).encode()))
+    with pytest.raises(trace_cache.StaleEntry, match=r"^format or key is not this one's"):
+        trace_cache.load_entry(tmp_path / "old.json.gz", "k")
+    deep = [*OP[:4], [[4], 8, 2], *OP[5:]]  # a fifth level: the entry, its ops, an operator, its shape, a list in it
+    with pytest.raises(trace_cache.StaleEntry, match="nested|deep") as caught:
+        trace_cache.load_entry(_stored(tmp_path, [deep]), "k")
+    assert "shape" not in str(caught.value)  # refused by the parser, before any operator is read
+
+
+def test_the_cache_key_is_40_hex_digits():
+    from vitbench.models.references import resolve
+
+    key = trace_cache.cache_key(resolve("mnist-vit"), 1, "infer", "fp32", "adamw", "cpu", False)
+    assert re.fullmatch(r"[0-9a-f]{40}", key)
+
+
+def test_an_entry_over_64_mib_on_disk_or_512_mib_unpacked_is_refused(tmp_path, monkeypatch):
+    assert trace_cache.MAX_ENTRY_BYTES == 64 * 2**20
+    sparse = tmp_path / "big.json.gz"
+    with sparse.open("wb") as handle:  # holes: no disk used
+        handle.truncate(64 * 2**20 + 1)
+    from vitbench.errors import InputFileError
+
+    with pytest.raises(InputFileError, match=r"^trace: 67,108,865 bytes, over the 67,108,864-byte limit"):
+        trace_cache.load_entry(sparse, "k")
+    with sparse.open("r+b") as handle:
+        handle.truncate(64 * 2**20)  # at the bound: read, and refused for what it holds
+    with pytest.raises(trace_cache.StaleEntry, match="^not gzip data$"):
+        trace_cache.load_entry(sparse, "k")
+    monkeypatch.setattr(trace_cache, "MAX_ENTRY_BYTES", 1000)
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(b" " * 8001))
+    with pytest.raises(trace_cache.StaleEntry, match="^over 8,000 bytes unpacked$"):
+        trace_cache.load_entry(bomb, "k")

@@ -23,6 +23,11 @@ EQUIVALENT_BY_MODULE: dict[str, dict[str, str]] = {
                                                        "(a new nn.Module is in training mode) and nothing calls eval() "
                                                        "on it: train() changes nothing",
     },
+    "vitbench/timemodel/trace_cache.py": {
+        "_op|constant|0 -> 1#1": "_valid is _op's one-pass fast path: an operator with aliases 0 it no longer takes "
+                                 "goes through the field-by-field checks, which accept it and build the same Op "
+                                 "(bool(0) is False, as 0 == 1 is)",
+    },
     "vitbench/timemodel/ops.py": {
         "_operands|constant|2 -> 3": "matmul takes two tensors and tensordot's third argument is its dims (an int or "
                                      "lists of ints), never a tensor: args[:3] holds the tensors args[:2] does",
