@@ -6,9 +6,9 @@ valid entry written back."""
 from __future__ import annotations
 
 import gzip
-import re
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest

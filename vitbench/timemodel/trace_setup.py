@@ -26,18 +26,26 @@ def deployed(build: Any) -> Any:
 
 def reparameterize(module: Any) -> Any:
     """The deployed (reparameterised, fused) form of ``module``, as timm benchmarks and users
-    deploy it: timm's ``reparameterize_model`` when timm is installed (it calls every submodule's
-    ``fuse`` / ``reparameterize`` / ``switch_to_deploy``), else those methods called directly."""
+    deploy it: timm's ``reparameterize_model`` when timm is installed, else the same walk here:
+    each child with a ``fuse`` method is replaced by what it returns, else its ``reparameterize``
+    or ``switch_to_deploy`` is called; then its own children, in place."""
     try:
         from timm.utils.model import reparameterize_model
     except ImportError:
-        for sub in list(module.modules()):
-            for method in ("reparameterize", "switch_to_deploy", "fuse"):
-                if callable(getattr(sub, method, None)):
-                    getattr(sub, method)()
-                    break
+        _deploy_children(module)
         return module
     return reparameterize_model(module, inplace=True)
+
+
+def _deploy_children(module: Any) -> None:
+    for name, child in list(module.named_children()):
+        if hasattr(child, "fuse"):
+            setattr(module, name, child.fuse())
+        elif hasattr(child, "reparameterize"):
+            child.reparameterize()
+        elif hasattr(child, "switch_to_deploy"):
+            child.switch_to_deploy()
+        _deploy_children(child)
 
 
 @contextlib.contextmanager
@@ -75,10 +83,7 @@ def decomposed_fast_paths():
     count), each priced by its work."""
     import torch
 
-    mha = getattr(torch.backends, "mha", None)
-    if mha is None or not hasattr(mha, "set_fastpath_enabled"):
-        yield
-        return
+    mha = torch.backends.mha  # set_fastpath_enabled: in every torch vitbench supports (>= 2.13)
     enabled = mha.get_fastpath_enabled()
     mha.set_fastpath_enabled(False)
     try:
