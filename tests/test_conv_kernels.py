@@ -144,3 +144,21 @@ def test_a_stride_two_pointwise_depthwise_filter_goes_to_cudnn_at_the_edges_of_p
 
     assert _cudnn_takes_stride_two(batch, channels, width, kernel=1) is takes
 
+
+
+def test_a_depthwise_backward_is_judged_on_its_input_not_its_gradient():
+    """convolution_backward's arguments start with the output's gradient: a depthwise layer that
+    doubles its channels (32 in, 64 out, 32 groups) is still PyTorch's depthwise kernel."""
+    x, w = torch.empty(2, 32, 56, 56, device="meta"), torch.empty(64, 1, 3, 3, device="meta")
+    gradient = torch.empty(2, 64, 56, 56, device="meta")
+    assert native_depthwise("convolution", (x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 32))
+    assert native_depthwise("convolution_backward",
+                            (gradient, x, w, [64], [1, 1], [1, 1], [1, 1], False, [0, 0], 32, [True, True, True]))
+
+
+def test_conv2d_has_no_transposed_argument_and_groups_default_to_one():
+    x, w = torch.empty(2, 32, 56, 56, device="meta"), torch.empty(32, 1, 3, 3, device="meta")
+    assert native_depthwise("conv2d", (x, w, None, [1, 1], [1, 1], [1, 1], 32))  # never transposed
+    assert conv_groups("conv2d", (x, w, None, [1, 1], [1, 1], [1, 1], 32)) == 32
+    assert conv_groups("conv2d", (x, w)) == 1 and conv_groups("mm", (x, w)) == 1
+    assert conv_groups("conv2d", (x, w, None, [1, 1], [1, 1], [1, 1], 0)) == 1  # no group count: one group
