@@ -323,3 +323,35 @@ def test_a_calibrations_parameters_are_read_within_their_bounds(tmp_path, name, 
     else:
         with pytest.raises(CalibrationError, match=rf"^params\.{name}={value!r} is outside its bounds \["):
             load(path)
+
+
+def test_a_calibration_fits_the_configurations_measured_and_reports_those_that_failed(monkeypatch):
+    """``calibrate --device cuda``'s loop with the measurement and the fit stood in for (no GPU
+    here): a configuration that failed or has no time is reported and left out of the fit."""
+    import torch
+
+    from vitbench.timemodel import gpu_calibration
+    from vitbench.timemodel.gpu_calibration import CardFit, calibrate_gpu
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *args: "NVIDIA H100 80GB HBM3")
+    times = {"a": {"status": "ok", "latency_p50_s": 0.002}, "b": {"status": "error", "error": "OOM"},
+             "c": {"status": "ok", "latency_p50_s": None}, "d": {"status": "ok", "latency_p50_s": 0.004}}
+    monkeypatch.setattr(gpu_calibration, "measure_step", lambda model, *args: times[model])
+    monkeypatch.setattr(gpu_calibration, "observation", lambda model, mode, batch, precision, seconds, spec: (model, seconds))
+    fitted_on = []
+
+    def fit_on_card(observations, start):
+        fitted_on.extend(observations)
+        return CardFit(start.params, [0.0021, 0.0039], [False, True], 0.05, 0.05, 0.3, 0.025, 0.025, 0.2, 0)
+
+    monkeypatch.setattr(gpu_calibration, "fit_on_card", fit_on_card)
+    said = []
+    suite = [(model, "infer", 8, "bf16") for model in "abcd"]
+    calibration = calibrate_gpu(suite, on_progress=said.append)
+    assert fitted_on == [("a", 0.002), ("d", 0.004)]
+    assert [o["model"] for o in calibration.observations] == ["a", "d"]
+    assert [o["held_out"] for o in calibration.observations] == [False, True]
+    assert calibration.device == "h100" and calibration.device_name == "NVIDIA H100 80GB HBM3"
+    assert said == ["[1/4] a infer batch 8 bf16: 2.000 ms", "[2/4] b infer 8 bf16: skipped (error: OOM)",
+                    "[3/4] c infer 8 bf16: skipped (no time measured)", "[4/4] d infer batch 8 bf16: 4.000 ms"]

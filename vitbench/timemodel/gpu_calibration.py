@@ -248,7 +248,8 @@ def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_ti
         row = measure_step(model, mode, batch, precision, min_run_time_s)
         if row.get("status") != RowStatus.OK or not row.get("latency_p50_s"):
             if on_progress:
-                on_progress(f"[{index + 1}/{len(suite)}] {model} {mode} {batch} {precision}: skipped ({row.get('status')}: {row.get('error')})")
+                why = f"{row.get('status')}: {row.get('error')}" if row.get("status") != RowStatus.OK else "no time measured"
+                on_progress(f"[{index + 1}/{len(suite)}] {model} {mode} {batch} {precision}: skipped ({why})")
             continue
         observations.append(observation(model, mode, batch, precision, row["latency_p50_s"], start.priced_spec))
         kept.append((model, mode, batch, precision, row["latency_p50_s"]))
