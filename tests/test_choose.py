@@ -71,6 +71,8 @@ def test_the_ring_all_reduce_worked_by_hand():
     assert interconnect.allreduce_s(1e9, 8, 1, h100) == pytest.approx(1.75 / 315 + 14 * 2e-6, rel=1e-12)
     # 2 nodes: + 2 (2 - 1) / 2 x 1e9 / (3200 Gb/s / 8 x 0.85 = 340 GB/s) + 2 steps x 5 us
     assert interconnect.allreduce_s(1e9, 8, 2, h100) == pytest.approx(1.75 / 315 + 14 * 2e-6 + 1 / 340 + 10e-6, rel=1e-12)
+    # 4 nodes: 2 (4 - 1) / 4 = 1.5 x 1e9 over the network, 6 steps x 5 us
+    assert interconnect.allreduce_s(1e9, 8, 4, h100) == pytest.approx(1.75 / 315 + 14 * 2e-6 + 1.5 / 340 + 30e-6, rel=1e-12)
     # 4 cards with NVLink bridges (pairs) run the ring over PCIe Gen5: 128 GB/s -> 64 x 0.45 = 28.8 GB/s
     assert interconnect.allreduce_s(1e9, 4, 1, interconnect.link("h100-pcie")) == pytest.approx(1.5 / 28.8 + 6 * 2e-6, rel=1e-12)
     assert interconnect.allreduce_s(1e9, 1, 1, h100) == 0.0

@@ -28,6 +28,11 @@ EQUIVALENT_BY_MODULE: dict[str, dict[str, str]] = {
                                  "goes through the field-by-field checks, which accept it and build the same Op "
                                  "(bool(0) is False, as 0 == 1 is)",
     },
+    "vitbench/timemodel/interconnect.py": {
+        "data_parallel_step|constant|0.0 -> -1.0#2": "the last bucket is ready when backward ends (produced = "
+                                                      "gradient_bytes) and its all-reduce costs more than 0 (a ring "
+                                                      "step's latency at least): done - backward_s > 0 whenever it is reached",
+    },
     "vitbench/timemodel/ops.py": {
         "_operands|constant|2 -> 3": "matmul takes two tensors and tensordot's third argument is its dims (an int or "
                                      "lists of ints), never a tensor: args[:3] holds the tensors args[:2] does",
