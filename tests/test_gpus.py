@@ -227,3 +227,22 @@ def test_each_cards_links_are_its_datasheets(key):
     wire = link(key)
     assert (wire.nvlink, wire.nvlink_gb_s, wire.nvlink_group, wire.pcie_gb_s, wire.network_gbit_s) == LINK_DATASHEETS[key]
 
+
+
+ZZC_ROWS = {"v100": "NVIDIA Tesla V100-SXM2-16GB", "t4": "NVIDIA Tesla T4 16GB", "a100-40gb-pcie": "NVIDIA A100-PCIE-40GB",
+            "l4": "NVIDIA L4", "l40s": "NVIDIA L40S", "h100-pcie": "NVIDIA H100 PCIe", "h200": "NVIDIA H200"}
+
+
+def test_the_measured_matrix_product_rates_are_the_published_table_read_again():
+    """The sustained tensor rates cited to zzc0721/torch-performance-test-data are its rows
+    (tests/data holds them as published): bf16 on the cards with bf16 tensor cores (Ampere and
+    later), fp16 on Volta and Turing, whose bf16 runs without them."""
+    from pathlib import Path
+
+    lines = (Path(__file__).parent / "data" / "zzc0721_torch_mm_9d82827.md").read_text().splitlines()
+    header, *rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines if line.startswith("| ")]
+    table = {row[0]: dict(zip(header[1:], row[1:])) for row in rows if not row[0].startswith("---")}
+    assert {key for key in GPU_DEVICES if gpu(key).sustained and "zzc0721" in gpu(key).sustained.source} == set(ZZC_ROWS)
+    for key, device in ZZC_ROWS.items():
+        column = "fp16" if gpu(key).generation in ("volta", "turing") else "bf16"
+        assert gpu(key).sustained.tensor_tflops == float(table[device][column]), key
