@@ -66,6 +66,21 @@ def test_pytorch_depthwise_kernels_forward_and_input_gradient_at_one_rate_weight
     # the first layer's backward computes the weight's gradient alone
     weight_only = device_s([conv("conv_depthwise_backward", m * k * n, (m, k, n, 64))], params)
     assert weight_only == pytest.approx(2 * m * k * n / (FP32 * 0.01), rel=1e-6)
+    # a fit made before PyTorch's depthwise kernels were told from cuDNN's (0: none): cuDNN's grouped rule
+    older = replace(BASE, depthwise_eff=0.0, depthwise_wgrad_eff=0.0)
+    for kernel in ("conv_depthwise", "conv_depthwise_backward"):
+        assert device_s([conv(kernel, m * k * n, (m, k, n, 64))], older) == pytest.approx(
+            device_s([conv(kernel.replace("depthwise", "grouped"), m * k * n, (m, k, n, 64))], older), rel=1e-12)
+
+
+def test_a_bound_of_bytes_per_sm_clock_caps_the_memory_rate_from_one_byte():
+    """sm_bytes_per_clock (0: no bound, else 1 to 64): an H100's 132 SMs at 1,980 MHz move at
+    most 132 x 1.98e9 x b bytes a second."""
+    from vitbench.timemodel.gpu_model import memory_rate
+
+    assert memory_rate(H100, replace(BASE, sm_bytes_per_clock=0.0)) == pytest.approx(BANDWIDTH * 0.5)
+    assert memory_rate(H100, replace(BASE, sm_bytes_per_clock=1.0)) == pytest.approx(132 * 1980e6)
+    assert memory_rate(H100, replace(BASE, sm_bytes_per_clock=64.0)) == pytest.approx(BANDWIDTH * 0.5)  # above the DRAM's
 
 
 def test_a_fit_that_never_told_the_two_apart_prices_pytorch_depthwise_as_cudnn_grouped():
@@ -115,6 +130,8 @@ def test_batch_norm_in_training_passes_over_its_tensors_again():
     back = device_s([Op("native_batch_norm_backward", "elementwise", 0, moved, (), "bfloat16", "native_batch_norm_backward")])
     assert once == pytest.approx(moved / (BANDWIDTH * 0.5), rel=1e-9)
     assert norm / once == pytest.approx(1.5) and back / once == pytest.approx(5 / 3)
+    legit = device_s([Op("_native_batch_norm_legit", "elementwise", 0, moved, (), "bfloat16", "_native_batch_norm_legit")])
+    assert legit / once == pytest.approx(1.5)  # the same kernel under the name torch.compile's decomposition gives it
     assert TRAFFIC_PASSES["native_layer_norm_backward"] == pytest.approx(5 / 3)
     # the step's bytes stay the trace's (only the pricing knows the passes)
     assert op_table([Op("native_batch_norm", "elementwise", 0, moved, (), "bfloat16", "native_batch_norm")]).total_bytes == moved
@@ -212,3 +229,20 @@ def test_a_calibrated_cards_band_says_whether_its_configurations_were_held_out()
                           "pred_error_basis": "held-out configurations of this card's calibration (n=12)"}
     assert band(False)["pred_error_basis"] == ("the fit's residuals on this card's calibration (n=12); "
                                                "not an error on held-out models")
+
+
+def test_casts_and_operators_that_launch_nothing_are_light_dispatches():
+    ops = [Op("_to_copy", "elementwise", 0, 10**6, (), "bfloat16", "_to_copy"),
+           Op("to", "elementwise", 0, 10**6, (), "bfloat16", "to"),
+           Op("dropout", "elementwise", 0, 10**6, (), "float16", "dropout", aliases=True),
+           Op("add", "elementwise", 0, 10**6, (), "float16", "add")]
+    assert list(op_table(ops).light) == [1, 1, 1, 0]
+
+
+def test_an_fp32_convolution_runs_on_tf32_tensor_cores_as_cudnn_allows_by_default():
+    """PyTorch lets cuDNN use TF32 for convolutions unless told not to (allow_tf32 is True for
+    cuDNN): an A100's fp32 convolution is priced at its 156 TF32 TFLOP/s, not its 19.5 FP32."""
+    a100 = gpu("a100")
+    params = replace(BASE, conv_eff=1.0)
+    big = conv("conv", 10**12, (10**6, 10**3, 10**3), dtype="float32")
+    assert device_s([big], params, a100) == pytest.approx(2 * 10**12 / 156e12, rel=0.01)

@@ -73,6 +73,10 @@ def test_memory_bound_operators_move_their_bytes_at_the_achieved_bandwidth_and_l
     l2 = GenerationParams(**{**PARAMS.__dict__, "l2_gain": 4.0})
     assert predict_gpu([small], profile(l2), "infer").device_s == pytest.approx(
         predict_gpu([small], profile(), "infer").device_s / 4, rel=1e-9)
+    # a gigabyte is 20 times the L2: only the L2's share of it is helped
+    share = H100.l2_bytes / 10**9
+    assert predict_gpu([op], profile(l2), "infer").device_s == pytest.approx(
+        predict_gpu([op], profile(), "infer").device_s * (share / 4 + 1 - share), rel=1e-9)
 
 
 def test_operators_that_launch_nothing_cost_nothing_on_the_device():

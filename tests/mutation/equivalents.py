@@ -33,6 +33,16 @@ EQUIVALENT_BY_MODULE: dict[str, dict[str, str]] = {
                                                       "gradient_bytes) and its all-reduce costs more than 0 (a ring "
                                                       "step's latency at least): done - backward_s > 0 whenever it is reached",
     },
+    "vitbench/timemodel/gpu_model.py": {
+        "kernel_times|constant|1.0 -> 2.0#4": "the floor only keeps the division finite: an operator of 0, 1 or 2 "
+                                              "bytes is within any L2 (megabytes) and its fraction is 1 either way",
+        "kernel_times|constant|1.0 -> 2.0#9": "depthwise_eff is 0 only in a fit made before it existed, and then the "
+                                              "depthwise kinds are priced by the grouped rule (depthwise_kinds is "
+                                              "empty): this array is never selected, `or 1.0` keeps the division finite",
+        "kernel_times|constant|1.0 -> 0.0": "peak_flops('float32', tf32) is None only for tf32 on a card without "
+                                            "TF32 tensor cores, which predict refuses (check_precisions) and a "
+                                            "calibration never measures; every catalogue card has an FP32 peak",
+    },
     "vitbench/timemodel/ops.py": {
         "_operands|constant|2 -> 3": "matmul takes two tensors and tensordot's third argument is its dims (an int or "
                                      "lists of ints), never a tensor: args[:3] holds the tensors args[:2] does",
