@@ -363,3 +363,38 @@ def test_choose_prices_one_card_on_one_node_unless_told():
     asked = ChooseSettings(device="h100,l4")
     assert (asked.device, asked.gpus, asked.nodes, asked.mode, asked.sort) == (("h100", "l4"), 1, 1, "train", "time")
 
+
+
+@pytest.mark.slow  # a timm model built, counted and priced: about 10 s
+def test_a_model_whose_memory_cannot_be_traced_says_so_with_its_batch_one_figures(monkeypatch):
+    """No formula and a trace that fails: the row says why, asks for a batch, and names the
+    model's figures at batch 1 (MACs as FlopCounterMode counts them: FLOPs / 2)."""
+    import timm
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from vitbench.errors import ModelError
+    from vitbench.timemodel import choose as module
+
+    def fails(*args, **kwargs):
+        raise ModelError("the forward made a CPU tensor\nand more")
+
+    monkeypatch.setattr(module, "cached_memory_profile", fails)
+    [row] = choose("timm:convnext_atto", device="h100", precision="bf16")
+    assert row["note"] == ("memory not predicted: tracing it failed: the forward made a CPU tensor; give --batch-size "
+                           "to price it anyway")
+    assert row["batch_size"] is None and row["fits"] is None and row["pred_latency_s"] is None
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        timm.create_model("convnext_atto").eval()(torch.zeros(1, 3, 224, 224))
+    assert row["macs"] == counter.get_total_flops() // 2
+
+
+def test_a_card_whose_prediction_failed_says_why_and_is_not_priced():
+    from vitbench.models.references import resolve
+    from vitbench.timemodel.choose import _row
+    from vitbench.timemodel.predict_settings import ChooseSettings
+
+    settings = ChooseSettings(device="h100")
+    row = _row(resolve("vit-ti/16"), {"device": "h100"}, 8, {"status": "error", "error": "the step failed"}, settings)
+    assert row["note"] == "error: the step failed" and row["batch_size"] == 8
+    assert row.get("pred_latency_s") is None and row.get("pred_train_hours") is None
