@@ -484,3 +484,17 @@ def test_calibrate_here_saves_the_machine_load_in_the_file(monkeypatch):
     assert steps == [(i, len(labels), label) for i, label in enumerate(labels)]  # every step, in order, once
     # the bandwidth line: torch.add of float32 vectors of 10^2..10^7 elements reads two and writes one
     assert fitted == [[12 * n for n in (100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)]]
+
+
+def test_the_gemm_grid_is_powers_of_two_that_reach_a_vit_larges_mlp():
+    """Rates measured at tile-aligned sizes (a size like 255 would time a ragged tile, not its
+    neighbours' rate), from a single row to ViT-L/16's MLP (1,024 x 4,096): no priced shape of a
+    preset lies beyond the grid's edge."""
+    from vitbench.models.references import resolve
+    from vitbench.timemodel.calibration.worker import GEMM_KN, GEMM_M
+
+    for sizes in (GEMM_M, GEMM_KN):
+        assert list(sizes) == sorted(sizes) and all(size & (size - 1) == 0 for size in sizes)
+    large = resolve("vit-l/16").spec
+    assert max(GEMM_KN) >= large.mlp_ratio * large.embed_dim == 4096
+    assert min(GEMM_KN) <= 16 and min(GEMM_M) == 1
