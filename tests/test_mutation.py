@@ -327,3 +327,27 @@ def test_the_whole_core_mode_runs_mutants_against_the_tests_that_call_them(tmp_p
     statuses = [r["status"] for r in records.values() if r["module"] == "vitbench/analytic/identity.py"]
     assert statuses == ["no tests", "no tests"]
     assert json.loads((tmp_path / "map.json").read_text())["scope"] == ["tests/test_analytic_vit.py"]
+
+
+def test_a_modules_named_tests_exist_and_run_first_in_stage_two(monkeypatch):
+    """EXTRA_TESTS names whole files or test functions (file::name); every one exists, and a
+    survivor's second stage runs them before the rest of the module's callers."""
+    from mutation import targets
+
+    for module, named in targets.EXTRA_TESTS.items():
+        assert (ROOT / module).is_file(), module
+        assert targets.extra_tests(module, ROOT) == list(dict.fromkeys(named)), module
+        for entry in named:
+            path, _, function = entry.partition("::")
+            if function:
+                defined = {n.name for n in ast.parse((ROOT / path).read_text()).body if isinstance(n, ast.FunctionDef)}
+                assert function in defined, entry
+    module = "vitbench/gate/rules.py"
+    named = "tests/test_mutation.py::test_a_sample_is_seeded_and_replayable"
+    monkeypatch.setitem(targets.EXTRA_TESTS, module, (named,))
+    run = core.ModuleRun(core.Settings(ROOT, ROOT, 1, 0, ROOT / "unused.jsonl"), module, _map(), None, print)
+    site = sites(run.source)[0]
+    first, second = run.candidates(type("Mutant", (), {"site": site})())
+    extra = targets.extra_tests(module, ROOT)  # its target's files, then the named test
+    assert extra[-1] == named and second[:len(extra)] == extra and named not in first
+    assert set(second[len(extra):]) <= set(_map().for_module(module))  # then the map's

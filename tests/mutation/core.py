@@ -98,8 +98,9 @@ class ModuleRun:
         self.passing: set[str] = set()
 
     def candidates(self, mutant: Mutant) -> tuple[list[str], list[str]]:
-        """The tests that call the mutated function (stage 1), then the module's other tests and
-        named files (stage 2), each ranked (:func:`testmap.ranked`), failing ones left out."""
+        """The tests that call the mutated function (stage 1), then the named tests
+        (:func:`~tests.mutation.targets.extra_tests`) and the module's other tests (stage 2), each
+        ranked (:func:`testmap.ranked`), failing ones left out."""
         function = testmap.enclosing_function(self.tree, mutant.site.path)
         functions = [function] if function is not None else testmap.users(self.tree, mutant.site.path)
         found = {n for f in functions for n in self.test_map.for_function(self.module, f)}
@@ -110,7 +111,7 @@ class ModuleRun:
         rest = [n for n in self.test_map.for_module(self.module) if n not in seen]
         files = [f for f in extra_tests(self.module, self.settings.tests_root) if f not in seen]
         return (testmap.ranked(self.test_map, first, self.module, functions),
-                testmap.ranked(self.test_map, rest, self.module, functions) + files)
+                files + testmap.ranked(self.test_map, [n for n in rest if n not in files], self.module, functions))
 
     def _within(self, ranked: list[str], budget: float) -> list[str]:
         """The first of ``ranked`` whose map time fits ``budget`` (the first always)."""

@@ -156,9 +156,135 @@ EQUIVALENT.update({
 })
 
 
-#: test files run whole for a module's survivors (stage 2), beyond the tests the map finds: code
-#: that runs only in a subprocess the tests start, or that the tests read as data
-EXTRA_TESTS: dict[str, tuple[str, ...]] = {}
+#: tests run for a module's survivors first in stage 2 (whole files, or test functions as file::name),
+#: beyond the tests the map finds: code that runs only in a subprocess the tests start, or that the
+#: tests read as data; and a module's own unit tests, which the map's budget may not reach first
+#: (it ranks by how few core functions a test runs, and a module's callers are many)
+EXTRA_TESTS: dict[str, tuple[str, ...]] = {
+    "vitbench/timemodel/question_cache.py": (
+        "tests/test_question_cache.py::test_the_key_is_the_first_40_hex_digits_of_sha256_of_the_question_as_sorted_compact_json",
+        "tests/test_question_cache.py::test_tags_keep_what_json_loses",
+        "tests/test_question_cache.py::test_an_entry_over_one_mebibyte_is_not_written_and_the_largest_counts_read_back",
+        "tests/test_question_cache.py::test_an_entry_that_would_be_refused_is_never_written",
+    ),
+    "vitbench/timemodel/cached_models.py": (
+        "tests/test_question_cache.py::test_a_count_that_is_no_integer_from_0_to_2_to_the_62_is_stale",
+        "tests/test_question_cache.py::test_the_largest_counts_sizes_and_memory_points_read_back",
+        "tests/test_question_cache.py::test_what_would_not_read_back_exactly_or_may_change_is_not_cached",
+    ),
+    "vitbench/timemodel/prediction_rows.py": (
+        "tests/test_gpu_kernels.py",
+        "tests/test_input_files.py",
+    ),
+    "vitbench/timemodel/attention_paths.py": (
+        "tests/test_gpu_model.py::test_the_math_paths_maps_are_queries_by_keys_and_only_sdpa_forward_takes_it",
+    ),
+    "vitbench/timemodel/families.py": (
+        "tests/test_gpus.py",
+    ),
+    "vitbench/timemodel/gpus.py": (
+        "tests/test_gpus.py",
+    ),
+    "vitbench/timemodel/catalogue.py": (
+        "tests/test_gpus.py",
+    ),
+    "vitbench/timemodel/gpu_pricing.py": (
+        "tests/test_gpu_calibration.py::test_a_calibration_object_prices_as_its_file_does",
+        "tests/test_gpu_calibration.py::test_a_damaged_calibration_given_is_refused_naming_the_option",
+        "tests/test_gpu_calibration.py::test_the_local_cards_cached_calibration_prices_it_and_a_damaged_one_is_a_warning",
+        "tests/test_gpu_model.py::test_the_local_gpu_is_priced_by_its_name_and_refused_without_one",
+    ),
+    "vitbench/timemodel/calibration/cache.py": (
+        "tests/test_gpu_calibration.py::test_the_calibration_cache_is_under_xdg_cache_home_or_home_and_names_are_cut_at_48",
+    ),
+    "vitbench/timemodel/calibration/schema.py": (
+        "tests/test_calibration.py::test_gemm_sizes_up_to_a_trillion_are_taken_and_a_calibration_made_in_code_took_no_time",
+        "tests/test_calibration.py::test_each_check_names_what_is_wrong",
+    ),
+    "vitbench/timemodel/calibration/worker.py": (
+        "tests/test_calibration.py",
+    ),
+    "vitbench/timemodel/gpu_records.py": (
+        "tests/test_gpu_replay.py::test_a_measured_record_is_frozen_and_a_card_outside_the_catalogue_is_refused",
+    ),
+    "vitbench/timemodel/fast.py": (
+        "tests/test_predict.py::test_two_traces_are_aligned_only_operator_by_operator",
+        "tests/test_predict.py::test_the_fast_path_traces_an_architecture_once_and_a_deep_vit_at_depths_1_and_2",
+    ),
+    "vitbench/timemodel/host.py": (
+        "tests/test_gpu_model.py::test_host_dispatch_is_checked_and_measured",
+        "tests/test_gpu_model.py::test_a_stated_host_dispatch_is_read_in_any_unit",
+    ),
+    "vitbench/timemodel/ops.py": (
+        "tests/test_gpu_model.py::test_a_training_trace_with_no_class_count_takes_the_classes_from_the_scores",
+        "tests/test_gpu_model.py::test_views_are_not_operators_and_a_kernel_is_named_for_the_gpu_only_when_asked",
+    ),
+    "vitbench/timemodel/gpu_fit.py": (
+        "tests/test_gpu_calibration.py::test_the_fit_finds_the_parameters_that_made_the_times_and_starts_where_it_is_told",
+        "tests/test_gpu_calibration.py::test_a_prior_weight_holds_a_parameter_at_the_prior_and_the_others_take_up_the_data",
+        "tests/test_gpu_calibration.py::test_a_calibrations_parameters_are_read_within_their_bounds",
+        "tests/test_gpu_calibration.py::test_a_parameter_within_1_percent_of_its_log_range_from_a_bound_is_at_it",
+    ),
+    "vitbench/timemodel/probes.py": (
+        "tests/test_calibration_progress.py::test_the_token_probes_written_out_attention_is_scaled_dot_product_attention",
+        "tests/test_calibration_progress.py::test_a_probe_records_its_forward_and_a_training_probe_its_dropout_backward_and_optimizer",
+        "tests/test_calibration_progress.py::test_the_calibrations_convolutions_are_layers_of_the_models_people_run",
+    ),
+    "vitbench/timemodel/trace_cache.py": (
+        "tests/test_trace_cache.py::test_an_entry_of_valid_operators_reads_back_as_they_were",
+        "tests/test_trace_cache.py::test_an_operator_that_is_not_valid_is_refused_naming_its_field",
+        "tests/test_trace_cache.py::test_an_entry_of_another_key_or_format_or_nested_too_deep_is_refused",
+        "tests/test_trace_cache.py::test_the_cache_key_is_40_hex_digits",
+        "tests/test_trace_cache.py::test_an_entry_over_64_mib_on_disk_or_512_mib_unpacked_is_refused",
+    ),
+    "vitbench/timemodel/trace_setup.py": (
+        "tests/test_trace_setup.py",
+    ),
+    "vitbench/timemodel/run.py": (
+        "tests/test_predict.py::test_the_auto_run_device_predicts_for_cuda_only_where_cuda_is",
+        "tests/test_predict.py::test_a_calibration_file_without_the_precisions_rates_or_at_other_threads_is_refused",
+        "tests/test_predict.py::test_the_in_process_trace_memo_is_emptied_past_256_configurations",
+        "tests/test_predict.py::test_tf32_is_priced_on_the_tensor_cores",
+    ),
+    "vitbench/timemodel/conv_kernels.py": (
+        "tests/test_conv_kernels.py",
+    ),
+    "vitbench/timemodel/gpu_calibration.py": (
+        "tests/test_gpu_calibration.py::test_a_calibration_fits_the_configurations_measured_and_reports_those_that_failed",
+        "tests/test_gpu_calibration.py::test_a_fit_needs_twice_the_held_out_stride_of_configurations",
+        "tests/test_gpu_calibration.py::test_suite_is_mostly_device_bound_with_a_few_host_bound_steps",
+        "tests/test_gpu_calibration.py::test_a_calibration_of_a_card_this_vitbench_does_not_know_is_refused_when_used",
+        "tests/test_gpu_calibration.py::test_damaged_files_are_refused_with_the_reason",
+    ),
+    "vitbench/timemodel/interconnect.py": (
+        "tests/test_choose.py::test_the_ring_all_reduce_worked_by_hand",
+        "tests/test_choose.py::test_ddp_buckets_overlap_backward_worked_by_hand",
+    ),
+    "vitbench/timemodel/choose.py": (
+        "tests/test_choose.py::test_a_model_whose_memory_cannot_be_traced_says_so_with_its_batch_one_figures",
+        "tests/test_choose.py::test_a_card_whose_prediction_failed_says_why_and_is_not_priced",
+        "tests/test_choose.py::test_a_batch_whose_peak_is_exactly_the_budget_fits",
+        "tests/test_choose.py::test_without_a_memory_model_a_given_batch_is_priced_and_says_its_fit_was_not_checked",
+        "tests/test_choose.py::test_backward_is_its_share_of_the_steps_macs_or_two_thirds",
+        "tests/test_choose.py::test_a_training_rows_hours_and_cost_follow_from_its_step",
+        "tests/test_choose.py::test_sorting_by_cost_without_a_price_for_every_card_is_refused",
+    ),
+    "vitbench/timemodel/predict_settings.py": (
+        "tests/test_choose.py::test_choose_settings_refuse_naming_the_field",
+        "tests/test_choose.py::test_choose_prices_one_card_on_one_node_unless_told",
+    ),
+    "vitbench/timemodel/prices.py": (
+        "tests/test_choose.py::test_a_price_list_is_refused_naming_the_entry",
+        "tests/test_choose.py::test_a_price_file_pricing_a_card_twice_or_too_large_is_refused",
+        "tests/test_choose.py::test_prices_per_device_from_text_a_mapping_and_the_example_file",
+        "tests/test_choose.py::test_bad_prices_are_one_line_naming_field_and_value",
+    ),
+    "vitbench/timemodel/gpu_model.py": (
+        "tests/test_gpu_kernels.py",
+        "tests/test_gpu_model.py::test_memory_bound_operators_move_their_bytes_at_the_achieved_bandwidth_and_l2_helps",
+        "tests/test_gpu_model.py::test_host_dispatch_is_checked_and_measured",
+    ),
+}
 
 
 def core_modules(root: Path) -> list[str]:
@@ -171,7 +297,7 @@ def extra_tests(module: str, tests_root: Path) -> list[str]:
     """The test files named for ``module`` (its target's and :data:`EXTRA_TESTS`') that exist."""
     named = [t for target_ in TARGETS if target_.module(tests_root) == module for t in target_.tests]
     named += EXTRA_TESTS.get(module, ())
-    return [t for t in dict.fromkeys(named) if (tests_root / t).is_file()]
+    return [t for t in dict.fromkeys(named) if (tests_root / t.split("::", 1)[0]).is_file()]
 
 
 def equivalent_reason(module: str, name: str) -> str | None:
