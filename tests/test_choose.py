@@ -398,3 +398,26 @@ def test_a_card_whose_prediction_failed_says_why_and_is_not_priced():
     row = _row(resolve("vit-ti/16"), {"device": "h100"}, 8, {"status": "error", "error": "the step failed"}, settings)
     assert row["note"] == "error: the step failed" and row["batch_size"] == 8
     assert row.get("pred_latency_s") is None and row.get("pred_train_hours") is None
+
+
+@pytest.mark.slow  # a model traced and priced on a card: about 10 s on its own
+def test_a_rows_own_warnings_are_kept_beside_the_question_caches_refusals(monkeypatch):
+    """A refused question-cache entry is said on every row, before what each row's prediction
+    warned of itself."""
+    from vitbench.timemodel import choose as module
+
+    real_resolve, real_predict = module.resolve_cached, module.predict
+    refusal = {"code": "question-cache-refused", "message": "entry refused", "advice": "nothing to do"}
+    own = {"code": "gpu-unpriced-kernels", "message": "tiny products", "advice": "measure it"}
+
+    def resolve(*args, **kwargs):
+        targets, _ = real_resolve(*args, **kwargs)
+        return targets, {id(targets[0]): [refusal]}
+
+    def predict(*args, **kwargs):
+        return [{**row, "warnings": [own]} for row in real_predict(*args, **kwargs)]
+
+    monkeypatch.setattr(module, "resolve_cached", resolve)
+    monkeypatch.setattr(module, "predict", predict)
+    [row] = choose("vit-ti/16", device="h100", precision="bf16", batch_size=8)
+    assert row["warnings"] == [refusal, own]

@@ -268,6 +268,7 @@ EXTRA_TESTS: dict[str, tuple[str, ...]] = {
         "tests/test_choose.py::test_backward_is_its_share_of_the_steps_macs_or_two_thirds",
         "tests/test_choose.py::test_a_training_rows_hours_and_cost_follow_from_its_step",
         "tests/test_choose.py::test_sorting_by_cost_without_a_price_for_every_card_is_refused",
+        "tests/test_choose.py::test_a_rows_own_warnings_are_kept_beside_the_question_caches_refusals",
     ),
     "vitbench/timemodel/predict_settings.py": (
         "tests/test_choose.py::test_choose_settings_refuse_naming_the_field",
