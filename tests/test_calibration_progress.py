@@ -202,8 +202,9 @@ def test_a_probe_records_its_forward_and_a_training_probe_its_dropout_backward_a
 
 @pytest.mark.slow  # builds five models and runs each once at 224 px: about 5 s
 def test_the_calibrations_convolutions_are_layers_of_the_models_people_run():
-    """The stems and patch embeddings, ResNet's 3x3 and 1x1 layers, ConvNeXt's depthwise 7x7 and
-    MobileNet-V3's narrow and depthwise layers of the list are those models' own layers, read
+    """The stems and patch embeddings, ResNet's 3x3 and 1x1 layers, ConvNeXt's depthwise 7x7,
+    MobileNet-V3's narrow and depthwise layers and a CIFAR ResNet-18's (torchvision's with the
+    usual 3x3 stem and no max-pool, at 32 px) of the list are those models' own layers, read
     from torchvision's, timm's and vitbench's modules by a hook on every Conv2d (channels in,
     input size, channels out, kernel, stride, groups)."""
     import timm
@@ -212,7 +213,7 @@ def test_the_calibrations_convolutions_are_layers_of_the_models_people_run():
 
     from vitbench.models.references import resolve
 
-    def layers(model) -> set[tuple[int, ...]]:
+    def layers(model, size: int = 224) -> set[tuple[int, ...]]:
         found = set()
 
         def hook(module, inputs, _):
@@ -223,16 +224,17 @@ def test_the_calibrations_convolutions_are_layers_of_the_models_people_run():
             if isinstance(module, torch.nn.Conv2d):
                 module.register_forward_hook(hook)
         with torch.no_grad():
-            model.eval()(torch.zeros(1, 3, 224, 224))
+            model.eval()(torch.zeros(1, 3, size, size))
         return found
 
     models = {"resnet50": torchvision.models.resnet50(), "vit-ti/16": resolve("vit-ti/16").build(),
               "convnext_tiny": timm.create_model("convnext_tiny"),
               "mobilenet_v3_large": torchvision.models.mobilenet_v3_large(),
               "mobilenet_v3_small": torchvision.models.mobilenet_v3_small()}
-    seen = set().union(*(layers(model) for model in models.values()))
-    synthetic = {(3, 32, 64, 3, 1, 1), (16, 56, 16, 3, 1, 1), (64, 56, 64, 3, 1, 64),  # a CIFAR stem, narrow, depthwise 3x3
-                 (64, 32, 64, 3, 1, 1), (128, 16, 128, 3, 1, 1), (256, 8, 256, 3, 1, 1)}  # CIFAR networks' stages
+    cifar = torchvision.models.resnet18(num_classes=10)
+    cifar.conv1, cifar.maxpool = torch.nn.Conv2d(3, 64, 3, 1, 1, bias=False), torch.nn.Identity()
+    seen = set().union(*(layers(model) for model in models.values()), layers(cifar, 32))
+    synthetic = {(16, 56, 16, 3, 1, 1), (64, 56, 64, 3, 1, 64)}  # a narrow 3x3 and a depthwise 3x3 at 56 px
     listed = {conv[1:] for conv in probes.CONV_LIST}
     assert listed - synthetic <= seen, sorted(listed - synthetic - seen)
-    assert len(listed - synthetic) == 17
+    assert len(listed - synthetic) == 21

@@ -19,6 +19,9 @@ EQUIVALENT_BY_MODULE: dict[str, dict[str, str]] = {
         "token_network.Net.forward|constant|1 -> 2#5": "the probe's values are never read, only its operators timed: "
                                                        "a roll over dims (2, 2) is the same operator on the same tensor, "
                                                        "moving the same bytes",
+        "time_kernels|remove|torch.manual_seed(0) -> pass": "the kernels are timed and their values never read: "
+                                                             "which random numbers fill the tensors changes no shape, "
+                                                             "operator or count (denormals are flushed)",
         "run_probe.step|remove|model.train() -> pass": "a training probe's model is made by the factory in this call "
                                                        "(a new nn.Module is in training mode) and nothing calls eval() "
                                                        "on it: train() changes nothing",

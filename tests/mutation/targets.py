@@ -161,6 +161,9 @@ EQUIVALENT.update({
 #: tests read as data; and a module's own unit tests, which the map's budget may not reach first
 #: (it ranks by how few core functions a test runs, and a module's callers are many)
 EXTRA_TESTS: dict[str, tuple[str, ...]] = {
+    "vitbench/timemodel/calibration/__init__.py": (
+        "tests/test_calibration_progress.py",
+    ),
     "vitbench/timemodel/question_cache.py": (
         "tests/test_question_cache.py::test_the_key_is_the_first_40_hex_digits_of_sha256_of_the_question_as_sorted_compact_json",
         "tests/test_question_cache.py::test_tags_keep_what_json_loses",
