@@ -332,6 +332,8 @@ def test_the_whole_core_mode_runs_mutants_against_the_tests_that_call_them(tmp_p
 def test_a_modules_named_tests_exist_and_run_first_in_stage_two(monkeypatch):
     """EXTRA_TESTS names whole files or test functions (file::name); every one exists, and a
     survivor's second stage runs them before the rest of the module's callers."""
+    import dataclasses
+
     from mutation import targets
 
     for module, named in targets.EXTRA_TESTS.items():
@@ -351,3 +353,10 @@ def test_a_modules_named_tests_exist_and_run_first_in_stage_two(monkeypatch):
     extra = targets.extra_tests(module, ROOT)  # its target's files, then the named test
     assert extra[-1] == named and second[:len(extra)] == extra and named not in first
     assert set(second[len(extra):]) <= set(_map().for_module(module))  # then the map's
+    # stage 2 runs them before the callers stage 1 had no budget for
+    runs = []
+    monkeypatch.setattr(run, "_run", lambda space, source, nodeids: runs.append(nodeids) or forkrun.Result("survived", 0.0, ""))
+    run.settings = dataclasses.replace(run.settings, confirm_budget_s=10.0**6)
+    run._stage(None, type("Mutant", (), {"site": site, "source": ""})(), 2, ran=tuple(first[:1]))
+    (chosen,) = runs
+    assert chosen[:len(extra)] == extra and chosen[len(extra):len(extra) + len(first) - 1] == first[1:]

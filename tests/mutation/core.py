@@ -99,19 +99,22 @@ class ModuleRun:
 
     def candidates(self, mutant: Mutant) -> tuple[list[str], list[str]]:
         """The tests that call the mutated function (stage 1), then the named tests
-        (:func:`~tests.mutation.targets.extra_tests`) and the module's other tests (stage 2), each
-        ranked (:func:`testmap.ranked`), failing ones left out."""
+        (:func:`~tests.mutation.targets.extra_tests`, in their order) and the module's other tests
+        (stage 2, ranked by :func:`testmap.ranked`), failing ones left out."""
         function = testmap.enclosing_function(self.tree, mutant.site.path)
         functions = [function] if function is not None else testmap.users(self.tree, mutant.site.path)
         found = {n for f in functions for n in self.test_map.for_function(self.module, f)}
         # a module constant or class attribute nothing reads in the module: every test of the module
         first = sorted(found) if found or function is not None else self.test_map.for_module(self.module)
         first = [n for n in first if n not in self.excluded]
-        seen = set(first) | self.excluded
+        named = [f for f in extra_tests(self.module, self.settings.tests_root) if f not in self.excluded]
+        seen = set(first) | self.excluded | set(named)
         rest = [n for n in self.test_map.for_module(self.module) if n not in seen]
-        files = [f for f in extra_tests(self.module, self.settings.tests_root) if f not in seen]
         return (testmap.ranked(self.test_map, first, self.module, functions),
-                files + testmap.ranked(self.test_map, [n for n in rest if n not in files], self.module, functions))
+                named + testmap.ranked(self.test_map, rest, self.module, functions))
+
+    def _named(self) -> set[str]:
+        return set(extra_tests(self.module, self.settings.tests_root))
 
     def _within(self, ranked: list[str], budget: float) -> list[str]:
         """The first of ``ranked`` whose map time fits ``budget`` (the first always)."""
@@ -155,15 +158,19 @@ class ModuleRun:
 
     def _stage(self, space: Workspace, mutant: Mutant, stage: int,
                ran: tuple[str, ...] = ()) -> tuple[forkrun.Result, list[str], int]:
-        """(result, tests run, tests there were) of one stage; stage 2 runs the callers stage 1
-        left out for its budget, then the module's other tests and named files. A kill by a test
-        that fails unmutated is run again without it."""
+        """(result, tests run, tests there were) of one stage; stage 2 runs the named tests (a
+        module's own unit tests: the map ranks a test by how few core functions it runs, and these
+        may come late among many callers), then the callers stage 1 left out for its budget, then
+        the module's other tests. A kill by a test that fails unmutated is run again without it."""
         for _ in range(4):
-            first, rest = self.candidates(mutant)
+            first, second = self.candidates(mutant)
             if stage == 1:
                 ranked, budget = first, self.settings.budget_s
             else:
-                ranked, budget = [n for n in first if n not in ran] + rest, self.settings.confirm_budget_s
+                named = [n for n in second if n in self._named()]
+                ranked = ([n for n in named if n not in ran] + [n for n in first if n not in ran and n not in named]
+                          + second[len(named):])
+                budget = self.settings.confirm_budget_s
             chosen = self._within(ranked, budget)
             result = self._run(space, mutant.source, chosen)
             if result.status != forkrun.KILLED or self._passes_unmutated(space, result.detail):
