@@ -360,3 +360,15 @@ def test_a_modules_named_tests_exist_and_run_first_in_stage_two(monkeypatch):
     run._stage(None, type("Mutant", (), {"site": site, "source": ""})(), 2, ran=tuple(first[:1]))
     (chosen,) = runs
     assert chosen[:len(extra)] == extra and chosen[len(extra):len(extra) + len(first) - 1] == first[1:]
+
+
+def test_the_fork_runner_selects_a_node_id_a_test_function_with_all_its_cases_or_a_file():
+    selector = forkrun._Selector(["tests/test_a.py::one[1]", "tests/test_b.py::each", "tests/test_c.py"], "unused")
+
+    def position(nodeid):
+        return selector._position(type("Item", (), {"nodeid": nodeid})())
+
+    assert position("tests/test_a.py::one[1]") == 0 and position("tests/test_a.py::one[2]") is None
+    assert position("tests/test_b.py::each[x-1]") == 1 == position("tests/test_b.py::each")
+    assert position("tests/test_b.py::other") is None
+    assert position("tests/test_c.py::anything[3]") == 2

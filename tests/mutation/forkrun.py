@@ -54,13 +54,17 @@ class _Selector:
     the first failure."""
 
     def __init__(self, nodeids: list[str], failure_file: str):
-        self.order = {n: i for i, n in enumerate(nodeids)}   # a node id, or a file: all its tests
+        self.order = {n: i for i, n in enumerate(nodeids)}   # a node id, a test function or a file
         self.failure_file = failure_file
         self.noted = False
 
     def _position(self, item) -> int | None:
-        position = self.order.get(item.nodeid)
-        return self.order.get(item.nodeid.split("::", 1)[0]) if position is None else position
+        """Where the item's node id, its test function (a parametrized test named without its
+        cases: all of them) or its file stands in the chosen order; None: not chosen."""
+        for key in (item.nodeid, item.nodeid.split("[", 1)[0], item.nodeid.split("::", 1)[0]):
+            if key in self.order:
+                return self.order[key]
+        return None
 
     def pytest_collection_modifyitems(self, session, config, items):
         keep = sorted((i for i in items if self._position(i) is not None), key=self._position)
