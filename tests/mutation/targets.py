@@ -272,6 +272,7 @@ EXTRA_TESTS: dict[str, tuple[str, ...]] = {
         "tests/test_choose.py::test_a_training_rows_hours_and_cost_follow_from_its_step",
         "tests/test_choose.py::test_sorting_by_cost_without_a_price_for_every_card_is_refused",
         "tests/test_choose.py::test_a_rows_own_warnings_are_kept_beside_the_question_caches_refusals",
+        "tests/test_choose.py::test_the_terminal_table_keeps_the_note_last",
     ),
     "vitbench/timemodel/predict_settings.py": (
         "tests/test_choose.py::test_choose_settings_refuse_naming_the_field",
@@ -287,6 +288,7 @@ EXTRA_TESTS: dict[str, tuple[str, ...]] = {
         "tests/test_gpu_kernels.py",
         "tests/test_gpu_model.py::test_memory_bound_operators_move_their_bytes_at_the_achieved_bandwidth_and_l2_helps",
         "tests/test_gpu_model.py::test_host_dispatch_is_checked_and_measured",
+        "tests/test_gpu_model.py::test_the_fit_recovers_predictions_from_data_made_with_known_parameters",
     ),
 }
 
