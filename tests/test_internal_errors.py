@@ -52,8 +52,10 @@ def test_an_internal_bug_inside_a_traced_forward_is_not_the_models_failure(debug
     """The operator recorder breaks while the model's forward runs under it: predict says
     internal error, exit 3, not "refused: its forward failed" (exit 2) as it said before."""
     import vitbench.timemodel.ops as ops
+    from vitbench.timemodel import run
 
     monkeypatch.setattr(ops, "describe", len)
+    monkeypatch.setattr(run, "_OPS_CACHE", {})  # traced here, not remembered from an earlier test in this process
     argv = ["predict", "vit-ti/16", "--device", "h100", "--no-trace-cache", "--format", "csv"]
     code, out, err = _run(argv, capsys, monkeypatch, debug)
     _assert_internal(code, out, err, debug, "__torch_dispatch__")
