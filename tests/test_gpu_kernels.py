@@ -208,9 +208,11 @@ def test_a_trace_that_misses_more_than_one_percent_of_the_counted_macs_is_warned
 
 
 def test_a_gpu_row_names_its_card_and_a_cpu_row_none():
+    from _calibrations import synthetic
+
     import vitbench
 
-    [cpu] = vitbench.predict("vit-ti/16", device="cpu")
+    [cpu] = vitbench.predict("vit-ti/16", device="cpu", calibration=synthetic())  # no calibration of this machine
     [h100] = vitbench.predict("vit-ti/16", device="h100")
     assert "device_name" not in dict(cpu)
     assert h100["device_name"] == "H100 SXM"
