@@ -84,6 +84,7 @@ def test_choose_tables_put_the_answer_first(fmt, capsys):
     assert _headers(capsys.readouterr().out, fmt) == CHOOSE_TABLE
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_choose_html_puts_the_answer_before_how_and_the_components():
     rows = vitbench.choose("vit-ti/16", device="h100,l4", batch_size=64, epochs=1, dataset_size=1000, price="h100=2,l4=1")
     html = _html_headers(rows)

@@ -273,6 +273,7 @@ def test_report_csvs_and_markdown(hostile_csv, tmp_path, capsys):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page or "&lt;script>alert(1)&lt;/script>" in page
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_report_of_a_sweep_file_with_a_hostile_name(tmp_path, capsys):
     sweep = tmp_path / "s.yaml"
     sweep.write_text('name: "\\e]0;pwn\\a=cmd<script>x"\n'

@@ -281,6 +281,7 @@ def _gemm_and_copy_observations():
     return observations, start, hidden, fixed
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_the_fit_finds_the_parameters_that_made_the_times_and_starts_where_it_is_told():
     observations, start, hidden, fixed = _gemm_and_copy_observations()
     fitted = fit(observations, start, fixed=fixed)

@@ -207,6 +207,7 @@ def test_a_trace_that_misses_more_than_one_percent_of_the_counted_macs_is_warned
     assert codes(0, 3) == [] and codes(None, 3) == [] and codes(1000, 10, "train") == []
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_a_gpu_row_names_its_card_and_a_cpu_row_none():
     from _calibrations import synthetic
 

@@ -327,6 +327,7 @@ def _predicted(depth: int) -> dict:
             "pred_basis": "gpu-model:h100"}
 
 
+@pytest.mark.slow  # about 1 s or more: the default suite stays under 2 minutes on 2 cores (CI runs -m slow)
 def test_a_predicted_time_step_is_a_change_at_its_commit_with_a_bisect_hint(tmp_path, capsys):
     """Two commits, the second adding a block: before, `--bisect-hint` named params and MACs but
     not the +23% in pred_latency_s (a deterministic metric was left to the noise test, which needs
