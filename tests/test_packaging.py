@@ -92,6 +92,9 @@ def test_ci_runs_the_fresh_venv_test_alone_from_a_venv_without_torch():
     bare = [line.split("#")[0].strip() for line in (ROOT / "ci" / "bare.txt").read_text().splitlines()]
     names = {re.split(r"[<>=!~ ]", line)[0].lower() for line in bare if line}
     assert names == {"pytest", "pytest-xdist", "pyyaml"}, names  # what the test file and pyproject's addopts need, no torch
+    declared = {re.split(r"[<>=!~ ]", r)[0].lower(): r for r in
+                [*_pyproject()["project"]["dependencies"], *_pyproject()["project"]["optional-dependencies"]["test"]]}
+    assert all(declared[re.split(r"[<>=!~ ]", line)[0].lower()] == line for line in bare if line)  # pyproject's bounds
     marked = [n for n, line in enumerate((ROOT / "tests" / "test_gate_action.py").read_text().splitlines())
               if line.startswith("@pytest.mark.fresh_venv")]
     assert len(marked) == 1, marked

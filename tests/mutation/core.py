@@ -96,6 +96,7 @@ class ModuleRun:
         self.round_trip = ast.unparse(self.tree)
         self.excluded: set[str] = set()
         self.passing: set[str] = set()
+        self.named = extra_tests(self.module, self.settings.tests_root)  # read once: fixed for the run
 
     def candidates(self, mutant: Mutant) -> tuple[list[str], list[str]]:
         """The tests that call the mutated function (stage 1), then the named tests
@@ -107,14 +108,11 @@ class ModuleRun:
         # a module constant or class attribute nothing reads in the module: every test of the module
         first = sorted(found) if found or function is not None else self.test_map.for_module(self.module)
         first = [n for n in first if n not in self.excluded]
-        named = [f for f in extra_tests(self.module, self.settings.tests_root) if f not in self.excluded]
+        named = [f for f in self.named if f not in self.excluded]
         seen = set(first) | self.excluded | set(named)
         rest = [n for n in self.test_map.for_module(self.module) if n not in seen]
         return (testmap.ranked(self.test_map, first, self.module, functions),
                 named + testmap.ranked(self.test_map, rest, self.module, functions))
-
-    def _named(self) -> set[str]:
-        return set(extra_tests(self.module, self.settings.tests_root))
 
     def _within(self, ranked: list[str], budget: float) -> list[str]:
         """The first of ``ranked`` whose map time fits ``budget`` (the first always)."""
@@ -167,7 +165,7 @@ class ModuleRun:
             if stage == 1:
                 ranked, budget = first, self.settings.budget_s
             else:
-                named = [n for n in second if n in self._named()]
+                named = [n for n in second if n in self.named]
                 ranked = ([n for n in named if n not in ran] + [n for n in first if n not in ran and n not in named]
                           + second[len(named):])
                 budget = self.settings.confirm_budget_s
