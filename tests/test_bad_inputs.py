@@ -93,7 +93,8 @@ def _on_alarm(signum, frame):
     raise _Hang
 
 
-@pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c.get("slow") else c for c in CASES],
+                         ids=[_id(c) for c in CASES])
 def test_bad_input(case, files, capsys, tmp_path):
     note = case.get("note", "")
     if "needs root" in note and os.geteuid() != 0:

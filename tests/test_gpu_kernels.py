@@ -92,6 +92,21 @@ def test_a_fit_that_never_told_the_two_apart_prices_pytorch_depthwise_as_cudnn_g
     assert device_s(ops_grouped) == pytest.approx(3 * 2 * 10**9 / (2 * FP32 * 0.25), rel=1e-6)
 
 
+@pytest.mark.parametrize("card, fp32_over_half", [("h100", 2.0), ("a100", 2.0), ("v100", 2.0), ("t4", 2.0),
+                                                    ("rtx4090", 1.0), ("rtx3090", 1.0), ("l4", 1.0), ("a10", 1.0)])
+def test_cudnn_grouped_kernels_in_float32_run_at_the_cuda_cores_float32_rate(card, fp32_over_half):
+    """cuDNN's grouped kernels run on CUDA cores. Where those run half precision at twice FP32's
+    rate or more (half2: Hopper 133.8 vs 66.9 TFLOP/s, A100 78 vs 19.5, V100 31.4 vs 15.7, T4
+    twice, by their whitepapers) a float32 grouped convolution of the same MACs takes twice the
+    half-precision one's compute time; on GA102 and AD10x (half at FP32's rate) the same time.
+    Compute-bound here: 10^10 MACs on 1 byte."""
+    spec = gpu(card)
+    half = conv("conv_grouped", 10**10, (10**9, 9, 1, 64), dtype="float16")
+    single = conv("conv_grouped", 10**10, (10**9, 9, 1, 64), dtype="float32")
+    assert device_s([half], spec=spec) == pytest.approx(2 * 10**10 / (2 * spec.fp32_tflops * 1e12 * 0.25), rel=1e-9)
+    assert device_s([single], spec=spec) == pytest.approx(fp32_over_half * device_s([half], spec=spec), rel=1e-9)
+
+
 def test_cudnn_grouped_kernels_slow_down_with_few_channels():
     """At channels_half output channels a grouped kernel runs at half its rate: 64 channels with
     channels_half 64 take twice as long as with no channel term; 4096 channels nearly as long."""

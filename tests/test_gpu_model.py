@@ -155,6 +155,7 @@ def test_models_that_failed_under_cpu_autocast_fp16_trace_for_the_gpu(name, monk
     assert row["pred_macs"] > 0 and row["pred_latency_s"] > 0
 
 
+@pytest.mark.slow  # about 1-3 s: the default suite stays under 2 minutes
 def test_one_trace_is_priced_for_several_devices_and_cached_on_disk(monkeypatch, tmp_path):
     from vitbench.timemodel import ops as ops_module
     from vitbench.timemodel import run

@@ -372,6 +372,7 @@ def _tick_texts(fig) -> list[str]:
     return [t.get_text() for t in fig.axes[0].get_yticklabels() if t.get_text()]
 
 
+@pytest.mark.slow  # about 1-3 s: the default suite stays under 2 minutes
 def test_trend_plots_are_in_vitbenchs_units_with_the_change_at_its_commit_and_a_band_only_for_runs():
     """Before: a `1e8` offset on MACs and `0.00650` for seconds, the change line halfway between
     two commits, and a 'spread (min-max of runs)' legend for exact counts."""

@@ -297,6 +297,7 @@ def test_every_reference_kind_is_predicted(reference, tmp_path, monkeypatch):
     assert row["pred_macs"] == pytest.approx(ours["pred_macs"], rel=0.001)
 
 
+@pytest.mark.slow  # about 1-3 s: the default suite stays under 2 minutes
 def test_a_gpu_device_is_priced_by_the_gpu_model_not_a_datasheet_roofline():
     [row] = vitbench.predict("vit-ti/16", device="h100", precision="bf16", batch_size=64)
     assert row["pred_basis"] == "gpu-model:h100 (hopper, datacenter's parameters)" and row["threads"] is None

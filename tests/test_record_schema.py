@@ -134,6 +134,7 @@ def test_predict_measured_refuses_two_times_for_one_step():
     assert len(measured_index(rows[:3])) == 3
 
 
+@pytest.mark.slow  # about 1-3 s: the default suite stays under 2 minutes
 def test_a_model_name_no_font_draws_gives_no_warning(tmp_path):
     from vitbench.studies import report
 

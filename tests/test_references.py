@@ -99,7 +99,7 @@ def test_bad_reference_syntax_is_one_line(text):
         ("timm:vit_base_patch16_384", (3, 384, 384)),  # timm pretrained_cfg
         ("timm:fastvit_t8", (3, 256, 256)),
         pytest.param("hf:dinov2", (3, 224, 224), marks=pytest.mark.slow),  # Dinov2Config().image_size
-        ("hf:clip_vision", (3, 224, 224)),
+        pytest.param("hf:clip_vision", (3, 224, 224), marks=pytest.mark.slow),  # CLIPVisionConfig().image_size
     ],
 )
 def test_input_size_comes_from_the_models_own_metadata(reference, input_size):

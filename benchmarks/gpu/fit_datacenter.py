@@ -68,11 +68,13 @@ def host_bound(measured, observations, params) -> list[int]:
     return out
 
 
+#: the fewest host-bound steps a machine's host is fitted on (two parameters: inference and training)
+MIN_HOST_STEPS = 4
 #: the light dispatches' host time (autocast's casts, views), in operators, tried by the host fit
 LIGHT_CANDIDATES = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)
 
 
-def fit_hosts(measured, params):
+def fit_hosts(measured, params, candidates=LIGHT_CANDIDATES):
     """Each machine's (inference, training) dispatch time per operator, and the light operators'
     share (one for every machine: a property of PyTorch's dispatcher), on the host-bound steps:
     the share whose per-machine fits leave the smallest soft-L1 error."""
@@ -85,11 +87,11 @@ def fit_hosts(measured, params):
     chosen = host_bound(measured, obs, params)
     device_names = [n for n in asdict(params) if n not in ("host_infer_s", "host_train_s")]
     best = None
-    for light in LIGHT_CANDIDATES:
+    for light in candidates:
         hosts, loss = {}, 0.0
         for machine in sorted({m.machine for m in measured}):
             mine = [obs[i] for i in chosen if measured[i].machine == machine]
-            if len(mine) < 4:
+            if len(mine) < MIN_HOST_STEPS:
                 raise SystemExit(f"{machine}: only {len(mine)} host-bound steps; too few to fit its host")
             fitted = fit(mine, params, fixed=device_names, light_dispatch=light)
             hosts[machine] = (fitted.host_infer_s, fitted.host_train_s)
@@ -129,12 +131,15 @@ def errors_of(measured, hosts, params, light) -> list[float]:
     return [float(p / m - 1.0) for p, m in zip(stacked.latencies(params), stacked.measured)]
 
 
-def leave_one_model_out(measured, params, hosts, light):
-    """Each model of the predict-vs-profile file predicted by a fit without any of its rows."""
+def leave_one_model_out(measured, params, hosts, light, refit_hosts=True):
+    """Each model of the predict-vs-profile file predicted by a fit without any of its rows
+    (``refit_hosts``: the hosts too, at the light share of the whole fit)."""
     judged = [m for m in measured if m.source == "predict_vs_profile"]
     out = []
     for model in sorted({m.model for m in judged}):
         rest = [m for m in measured if not (m.source == "predict_vs_profile" and m.model == model)]
+        if refit_hosts:
+            hosts = fit_hosts(rest, params, (light,))[0]
         refit = fit_device(rest, hosts, params, light)
         mine = [m for m in judged if m.model == model]
         out.extend(zip(mine, errors_of(mine, hosts, refit, light)))
@@ -159,7 +164,8 @@ def main() -> int:
     for m, e in lomo:
         families.setdefault(family(m.model), []).append(abs(e))
     validation = {"all": band(lomo_abs), **{k: band(v) for k, v in sorted(families.items())},
-                  "basis": "leave-one-model-out on the H100's 31 predict-vs-profile configurations",
+                  "basis": "leave-one-model-out on the H100's 31 predict-vs-profile configurations (hosts and "
+                           "device refitted without the model)",
                   "cards": sorted({m.card for m in measured})}
     lines = ["hosts (s per operator, inference / training): "
              + ", ".join(f"{k} {v[0] * 1e6:.1f} / {v[1] * 1e6:.1f} us" for k, v in hosts.items()),

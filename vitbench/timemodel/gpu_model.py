@@ -12,7 +12,9 @@ Each operator is one of five kinds, priced on the device:
                      (or 64 x 64 tiles at 0.8 of the rate, whichever is faster): the last wave
                      of tiles leaves SMs idle
     grouped and depthwise convolutions cuDNN runs (CUDA cores, not tensor cores):
-        t = max(2 x MACs / (2 x peak_fp32 x grouped_eff), bytes / (bandwidth x grouped_eff))
+        t = max(2 x MACs / (lanes x peak_fp32 x grouped_eff), bytes / (bandwidth x grouped_eff))
+        lanes = 2 in half precision (half2), 2 / min(half_cuda_ratio, 2) in float32 (1 on a card whose
+        CUDA cores run half precision at twice FP32's rate or more: Hopper, A100, V100, T4)
     depthwise convolutions PyTorch runs with its own kernels (:mod:`~vitbench.timemodel.conv_kernels`
     says which: every bfloat16 one in NCHW, 7x7 ones in any precision), forward and the
     input's gradient at ``depthwise_eff``, the weight's gradient at ``depthwise_wgrad_eff``:
@@ -361,7 +363,11 @@ def kernel_times(table: OpTable, spec: GpuSpec, params: GenerationParams, tf32: 
         grouped_kinds, depthwise_kinds = (*grouped_kinds, *depthwise_kinds), ()
     # cuDNN's grouped kernels spread a pixel's channels over a warp: few channels, little of it busy
     width = np.where(table.channels > 0, table.channels / np.maximum(table.channels + params.grouped_channels_half, 1.0), 1.0)
-    grouped = np.maximum(_split_compute(table, 2.0 * spec.peak_flops("float32"), params.grouped_eff,
+    # cuDNN's grouped kernels run on CUDA cores: the fitted rate is half precision's, two FMAs a lane
+    # (half2); float32 runs at 1 / min(half_cuda_ratio, 2) of it (Hopper, A100, V100, T4: half the rate;
+    # GA10x, AD10x, GB20x run half precision at FP32's rate: the same)
+    lanes = np.where(table.low_precision > 0, 2.0, 2.0 / min(max(spec.half_cuda_ratio, 1.0), 2.0))
+    grouped = np.maximum(_split_compute(table, lanes * spec.peak_flops("float32"), params.grouped_eff,
                                         params.grouped_wgrad_eff or params.grouped_eff, grouped_kinds[1::2]) / width,
                          table.bytes / (spec.bandwidth_bytes_s * params.grouped_eff))
     depthwise = np.maximum(_split_compute(table, spec.peak_flops("float32") or 1.0, params.depthwise_eff or 1.0,

@@ -67,6 +67,8 @@ class GpuSpec:
     aliases: tuple[str, ...] = ()   # other --device spellings
     names: tuple[str, ...] = ()     # substrings of torch.cuda.get_device_name() that identify it
     market: str = "datacenter"      # one of MARKETS: datacenter, workstation or consumer
+    half_cuda_ratio: float = 1.0    # half-precision FLOP/s on CUDA cores (half2, not tensor cores) over FP32's,
+    #                                 as the architecture whitepaper gives them (1: the same rate)
 
     @property
     def sustained(self) -> Sustained | None:
@@ -121,31 +123,31 @@ _PRO6000 = "NVIDIA RTX PRO 6000 Blackwell Workstation / Max-Q Workstation Editio
 
 CATALOGUE: tuple[GpuSpec, ...] = (
     GpuSpec("v100", "Tesla V100 SXM2", "volta", 80, 1530, 15.7, None, 125.0, None, 900, 6, 32, _V100,
-            ("v100-sxm2",), ("v100-sxm2",)),
+            ("v100-sxm2",), ("v100-sxm2",), half_cuda_ratio=2.0),
     GpuSpec("v100-pcie", "Tesla V100 PCIe", "volta", 80, 1380, 14.0, None, 112.0, None, 900, 6, 32, _V100,
-            (), ("v100-pcie",)),
-    GpuSpec("t4", "T4", "turing", 40, 1590, 8.1, None, 65.0, None, 320, 4, 16, _T4, (), ("t4",)),
+            (), ("v100-pcie",), half_cuda_ratio=2.0),
+    GpuSpec("t4", "T4", "turing", 40, 1590, 8.1, None, 65.0, None, 320, 4, 16, _T4, (), ("t4",), half_cuda_ratio=2.0),
     GpuSpec("a10", "A10", "ampere", 72, 1695, 31.2, 62.5, 125.0, 125.0, 600, 6, 24, _A10, (), ("a10",)),
     GpuSpec("a100", "A100 80GB SXM", "ampere", 108, 1410, 19.5, 156.0, 312.0, 312.0, 2039, 40, 80, _A100,
-            ("a100-80gb", "a100-sxm"), ("a100-sxm4-80gb", "a100 80gb")),
+            ("a100-80gb", "a100-sxm"), ("a100-sxm4-80gb", "a100 80gb"), half_cuda_ratio=4.0),
     GpuSpec("a100-40gb", "A100 40GB SXM", "ampere", 108, 1410, 19.5, 156.0, 312.0, 312.0, 1555, 40, 40, _A100,
-            ("a100-40gb-sxm",), ("a100-sxm4-40gb", "a100")),
+            ("a100-40gb-sxm",), ("a100-sxm4-40gb", "a100"), half_cuda_ratio=4.0),
     GpuSpec("a100-pcie", "A100 80GB PCIe", "ampere", 108, 1410, 19.5, 156.0, 312.0, 312.0, 1935, 40, 80, _A100,
-            ("a100-80gb-pcie",), ("a100 80gb pcie", "a100-pcie-80gb")),
+            ("a100-80gb-pcie",), ("a100 80gb pcie", "a100-pcie-80gb"), half_cuda_ratio=4.0),
     GpuSpec("a100-40gb-pcie", "A100 40GB PCIe", "ampere", 108, 1410, 19.5, 156.0, 312.0, 312.0, 1555, 40, 40, _A100,
-            (), ("a100-pcie-40gb",)),
+            (), ("a100-pcie-40gb",), half_cuda_ratio=4.0),
     GpuSpec("a6000", "RTX A6000", "ampere", 84, 1800, 38.7, 77.4, 154.8, 154.8, 768, 6, 48, _A6000,
             ("rtx-a6000",), ("rtx a6000",), market="workstation"),
     GpuSpec("l4", "L4", "ada", 58, 2040, 30.3, 60.0, 121.0, 121.0, 300, 48, 24, _L4, (), ("l4",)),
     GpuSpec("l40s", "L40S", "ada", 142, 2520, 91.6, 183.0, 362.05, 362.05, 864, 96, 48, _L40S, (), ("l40s",)),
     GpuSpec("h100", "H100 SXM", "hopper", 132, 1980, 67.0, 494.7, 989.4, 989.4, 3350, 50, 80, _H100,
-            ("h100-sxm",), ("h100 80gb hbm3", "h100-sxm", "h100 sxm")),
+            ("h100-sxm",), ("h100 80gb hbm3", "h100-sxm", "h100 sxm"), half_cuda_ratio=2.0),
     GpuSpec("h100-pcie", "H100 PCIe", "hopper", 114, 1755, 51.2, 378.0, 756.0, 756.0, 2000, 50, 80, _H100,
-            (), ("h100 pcie", "h100-pcie")),
+            (), ("h100 pcie", "h100-pcie"), half_cuda_ratio=2.0),
     GpuSpec("h100-nvl", "H100 NVL", "hopper", 132, 1785, 60.0, 417.5, 835.0, 835.0, 3900, 50, 94, _H100,
-            (), ("h100 nvl",)),
+            (), ("h100 nvl",), half_cuda_ratio=2.0),
     GpuSpec("h200", "H200 SXM", "hopper", 132, 1980, 67.0, 494.7, 989.4, 989.4, 4800, 50, 141, _H200,
-            ("h200-sxm",), ("h200",)),
+            ("h200-sxm",), ("h200",), half_cuda_ratio=2.0),
     GpuSpec("b200", "B200 (HGX)", "blackwell", 148, 1965, 75.0, 1100.0, 2250.0, 2250.0, 8000, 126, 180, _B200,
             (), ("b200",)),
     GpuSpec("rtx3090", "GeForce RTX 3090", "ampere", 82, 1695, 35.6, 35.6, 71.0, 71.0, 936, 6, 24, _GA102,

@@ -1,0 +1,67 @@
+"""Replay ``vitbench calibrate --device cuda`` without a GPU on the recorded steps, and judge it
+on configurations the calibration has not seen (issue "GPU time on the GPUs people rent": the
+calibration replayed on the recorded H100 observations, no parameter at a bound, the H100's 31
+held-out configurations median <= 10%, p90 <= 25%).
+
+The prior is the data-centre fit of the H200's 48 steps alone (``fit_datacenter.fit_all``: the
+H100's steps are the ones judged, so the prior must not have seen them); the calibration is
+:func:`vitbench.timemodel.gpu_calibration.fit_on_card` on the H100's 48 recorded calibration
+steps; both are judged on the H100's 31 predict-vs-profile steps (another run on the same
+machine), each with the host the calibration fitted.
+
+    python benchmarks/gpu/replay_calibration.py
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def main() -> int:
+    from fit_datacenter import band, fit_all, fit_hosts
+
+    from vitbench.timemodel.gpu_calibration import fit_on_card
+    from vitbench.timemodel.gpu_fit import Stacked, at_bounds
+    from vitbench.timemodel.gpu_model import profile_for
+    from vitbench.timemodel.gpu_records import observations, recorded
+    from vitbench.timemodel.gpus import gpu
+
+    measured = recorded(ROOT)
+    h200 = [m for m in measured if m.machine == "h200-vm"]
+    params, hosts, _, light = fit_all(h200)
+    prior_params = replace(params, host_infer_s=hosts["h200-vm"][0], host_train_s=hosts["h200-vm"][1])
+    prior = replace(profile_for(gpu("h100")), params=prior_params, light_dispatch=light)
+    calibration = [m for m in measured if m.machine == "h100-vm" and m.source == "calibration"]
+    judged = [m for m in measured if m.machine == "h100-vm" and m.source == "predict_vs_profile"]
+    result = fit_on_card(observations(calibration), prior)
+    fixed = ("launch_floor_s", "kernel_tail_s", "l2_gain", "host_infer_s", "host_train_s")
+    stacked = Stacked(observations(judged), light)
+    lines = [f"prior: the data-centre fit of the H200's {len(h200)} steps alone",
+             f"calibration on the H100's {len(calibration)} steps: host {result.params.host_infer_s * 1e6:.1f} / "
+             f"{result.params.host_train_s * 1e6:.1f} us an operator (inference / training), "
+             f"{result.host_bound} host-bound steps",
+             f"at a bound: {at_bounds(result.params, fixed) or 'none'}",
+             f"held-out suite steps: calibration {result.holdout_error_median:.1%}, prior "
+             f"{result.prior_holdout_error_median:.1%}"]
+    # the judged run's own host (what a dispatch time measured on the machine at the time would give):
+    # how much of the error is the host's, how much the device parameters'
+    own = fit_hosts(judged, result.params, (light,))[0]["h100-vm"]
+    for name, candidate in (("calibration", result.params),
+                            ("prior, the calibration's host", replace(prior_params, host_infer_s=result.params.host_infer_s,
+                                                                       host_train_s=result.params.host_train_s)),
+                            (f"calibration, the run's own host ({own[0] * 1e6:.1f} / {own[1] * 1e6:.1f} us)",
+                             replace(result.params, host_infer_s=own[0], host_train_s=own[1]))):
+        errors = [float(abs(p / m.measured_s - 1.0)) for p, m in zip(stacked.latencies(candidate), judged)]
+        lines.append(f"the H100's {len(judged)} predict-vs-profile steps, {name}: {band(errors)}")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

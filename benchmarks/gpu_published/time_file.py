@@ -1,0 +1,65 @@
+"""How long predicting a whole published file takes: a seeded sample of one of timm's published
+GPU files, each row predicted through the public API (``vitbench.predict``: resolve, trace on
+fake CUDA tensors, price) as a user would, first with empty caches, then again from the caches,
+and the totals scaled to the whole file. torch, vitbench and timm are imported before the clock
+starts.
+
+    python benchmarks/gpu_published/time_file.py RESULTS_DIR [--file rtx4090-pt240] [--sample 100] [--seed 0]
+
+RESULTS_DIR is pytorch-image-models' ``results/`` folder. Prints one line per phase and a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from published import FILES, read_file
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("results", type=Path)
+    parser.add_argument("--file", default="rtx4090-pt240")
+    parser.add_argument("--sample", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    [spec] = [f for f in FILES if f.key == args.file]
+    rows = read_file(args.results, spec)
+    sample = random.Random(args.seed).sample(rows, min(args.sample, len(rows)))
+    os.environ["VITBENCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="vitbench-time-file-")  # empty caches
+    import timm  # noqa: F401 - imported before the clock, as in a user's session that has it
+
+    import vitbench
+
+    def one(row) -> tuple[float, str]:
+        start = time.perf_counter()
+        [out] = vitbench.predict(f"timm:{row.model}", device=spec.device, mode=row.mode, batch_size=row.batch_size,
+                                 precision="fp16", img_size=row.img_size, reparam=row.reparam)
+        return time.perf_counter() - start, str(out["status"])
+
+    phases = {}
+    for phase in ("empty caches", "from the caches"):
+        started = time.perf_counter()
+        times, statuses = zip(*(one(row) for row in sample))
+        phases[phase] = (time.perf_counter() - started, times, statuses)
+        ok = sum(s == "ok" for s in statuses)
+        print(f"{phase}: {len(sample)} rows in {phases[phase][0]:.1f} s ({ok} ok), median {statistics.median(times):.3f} s "
+              f"a row, slowest {max(times):.1f} s", flush=True)
+    scale = len(rows) / len(sample)
+    print(f"the whole file ({len(rows)} rows of {spec.filename}, one process, this machine): "
+          f"{phases['empty caches'][0] * scale / 60:.1f} min with empty caches, "
+          f"{phases['from the caches'][0] * scale / 60:.2f} min from the caches (scaled from {len(sample)} rows, seed {args.seed})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
