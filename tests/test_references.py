@@ -112,7 +112,8 @@ def test_input_size_comes_from_the_models_own_metadata(reference, input_size):
 
 @pytest.mark.parametrize(
     "reference",
-    ["vit-b/16+img_size=384", "resnet50+layers=2-2-2-2", "vit-b/16+img_size=224x320", "hf:swin+depths=1-1",
+    ["vit-b/16+img_size=384", "resnet50+layers=2-2-2-2", "vit-b/16+img_size=224x320",
+     pytest.param("hf:swin+depths=1-1", marks=pytest.mark.slow),  # about 3 s: transformers' first import
      "torchvision:resnet18+img_size=160", "timm:convnext_atto+img_size=288",
      "timm:vit_tiny_patch16_224+img_size=384+depth=2", "hf:vit+depth=2+hidden_size=192+num_attention_heads=3"],
 )

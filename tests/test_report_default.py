@@ -56,6 +56,7 @@ def test_no_argument_writes_vitbench_report_in_the_current_folder_and_nothing_el
     assert "**Reproduce:** `vitbench report`\n" in (tiny_default / "vitbench-report" / "report.md").read_text()
 
 
+@pytest.mark.slow  # about 2 s: the default suite stays under 2 minutes on 2 cores
 def test_out_writes_the_committed_report_where_it_is_asked(tiny_default, capsys):
     assert main(["report", "--out", "reports/default", "-q"]) == 0
     text = (tiny_default / "reports" / "default" / "report.md").read_text()

@@ -63,6 +63,10 @@ def register(subparsers) -> None:
                         help="GPU devices: the host's time to dispatch one operator: default (the documented default "
                         "host, docs/time.md), measured (this machine's CPU, measured now, + a CUDA launch), or a time "
                         "per inference operator such as 12us")
+    parser.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                        help="resolve, count and trace the named models in N worker processes before pricing "
+                        "(default 1: one after another in this process; each worker holds torch and the model "
+                        "library: about 1-2 GB, more while it builds a large model)")
     group = parser.add_argument_group("calibration")
     group.add_argument("--calibration", metavar="FILE", help="use this calibration file (one that is damaged, not a regular file, from another torch version or made at "
                        "another thread count than --threads is refused with the reason, exit 2; a damaged cached one is "
@@ -118,7 +122,7 @@ def predict_settings(args, settings: dict) -> PredictSettings:
         device=args.device, mode=settings.get("mode", "infer"), batch_size=settings.get("batch_size", 1),
         precision=args.precision or "fp32", optimizer=settings.get("optimizer", "adamw"), reparam=args.reparam,
         trace_cache=not args.no_trace_cache, host_dispatch=args.host_dispatch, threads=settings.get("threads"),
-        channels_last=bool(settings.get("channels_last", False)),
+        channels_last=bool(settings.get("channels_last", False)), jobs=args.jobs,
         calibration=args.calibration, recalibrate=args.recalibrate, epochs=args.epochs, dataset_size=args.dataset_size,
         price_per_hour=args.price_per_hour, prices_file=args.prices, measured=args.measured,
     )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -34,7 +35,7 @@ from vitbench.models import references
 from vitbench.models.target import Target
 from vitbench.specs import override_combinations, spec_from_dict, spec_to_dict
 from vitbench.specs.common import MAX_FIELD
-from vitbench.timemodel.question_cache import StaleEntry, entry_key, forget, read, tagged, write
+from vitbench.timemodel.question_cache import StaleEntry, entry_key, forget, question_dir, read, tagged, write
 from vitbench.timemodel.trace_cache import CACHED_SOURCES
 
 #: the reference namespaces whose resolution is cached
@@ -73,6 +74,27 @@ def resolve_cached(models: Iterable[Any], overrides: Mapping[str, Any] | None = 
         return targets, applied
 
     return references.resolve_all(models, overrides, input_size=input_size, one=one), warnings
+
+
+def cached_resolution(model: str, overrides: Mapping[str, Any], input_size: Any = None) -> list[Any] | None:
+    """The targets the question cache holds for the reference ``model`` (as written) asked with
+    ``overrides`` and ``input_size``, or None when it holds none or ``model`` is not a library
+    reference (nothing is imported, resolved or built)."""
+    ref = references.model_ref(model)
+    if not (isinstance(ref, references.ModelRef) and ref.source in RESOLVED_SOURCES):
+        return None
+    key = entry_key("resolution", {"model": ref.text, "overrides": dict(overrides), "input_size": input_size})
+    found, _ = read("resolution", key, lambda value: _of_reference(parse_resolution(value), ref))
+    return None if found is None else found[0]
+
+
+def counts_cached(target: Any, batch: int, reparam: bool) -> bool:
+    """Whether a row of ``target`` at ``batch`` needs no counting: it has a formula, or the
+    question cache holds its counts (present: not read)."""
+    if target.spec is not None:
+        return True
+    key = _target_key("counts", target, batch=batch, reparam=bool(reparam))
+    return key is not None and os.path.lexists(question_dir() / f"{key}.json")
 
 
 def _resolution(model: Any, overrides: dict[str, Any], combinations: list[dict[str, Any]],

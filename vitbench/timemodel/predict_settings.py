@@ -21,6 +21,9 @@ from vitbench.timemodel.host import parse_host_dispatch
 from vitbench.timemodel.interconnect import LINKS, MAX_GPUS_PER_NODE, MAX_NODES
 from vitbench.timemodel.prices import device_prices
 
+#: the most worker processes a prediction may trace in (``PredictSettings.jobs``)
+MAX_JOBS = 256
+
 #: every device a prediction prices: this machine's CPU and GPU, and the catalogue's GPUs
 PREDICT_DEVICES = ("cpu", "cuda", *GPU_DEVICES)
 #: the most epochs and images per epoch a training cost may ask for (costs a float holds)
@@ -164,6 +167,10 @@ class PredictSettings(KeywordSettings):
         trace_cache: use the trace and question caches (False: trace and resolve again).
         host_dispatch: a GPU host's time per operator: None / ``"default"`` (the documented
             host), ``"measured"`` (this machine's) or a time such as ``"12us"``.
+        jobs: worker processes that resolve, count and trace the named models before pricing,
+            filling the question and trace caches (1: this process does it, one model after
+            another; each worker holds torch and the model library: about 1-2 GB, more while it
+            builds a large model; from a script, call under ``if __name__ == "__main__":``).
     """
 
     device: Any = "cpu"
@@ -183,6 +190,7 @@ class PredictSettings(KeywordSettings):
     trace_cache: bool = True
     host_dispatch: Any = None
     channels_last: bool = False
+    jobs: int = 1
 
     def __post_init__(self) -> None:
         devices = tuple(check_devices(self.device))
@@ -194,6 +202,7 @@ class PredictSettings(KeywordSettings):
             raise SpecError("optimizer", self.optimizer, f"must be one of {', '.join(OPTIMIZERS)}")
         device_prices(self.price_per_hour, devices)  # the prices given here (a price file is read when it runs)
         self._check_threads()
+        _check_count("jobs", self.jobs, MAX_JOBS)
         check_precisions(devices, self.precision)
         for name in ("reparam", "recalibrate", "trace_cache", "channels_last"):
             check_flag(name, getattr(self, name))

@@ -45,6 +45,7 @@ from vitbench.timemodel.prediction_rows import (
     row_head,
     trace_warnings,
 )
+from vitbench.timemodel.pretrace import model_tasks, prepare_in_workers
 from vitbench.timemodel.prices import device_prices
 from vitbench.timemodel.trace_cache import cached_trace, refusals
 from vitbench.typed_rows import PredictionRow
@@ -247,8 +248,10 @@ def predict(
     inputs = _files_read(settings)  # a bad price file or measured file is refused before any model is resolved
     early = {each: _calibration(settings, each, on_calibrate) for each in settings.device
              if settings.calibration is not None or each != "cpu"}
-    targets, refused = resolve_cached(_as_models(models), {**(overrides or {}), **spec_overrides},
-                                      input_size=input_size, use_cache=settings.trace_cache)
+    asked = {**(overrides or {}), **spec_overrides}
+    if settings.jobs > 1 and settings.trace_cache:  # named models resolved and traced in worker processes first
+        prepare_in_workers(model_tasks(_as_models(models), asked, input_size, settings, _refusal), settings.jobs)
+    targets, refused = resolve_cached(_as_models(models), asked, input_size=input_size, use_cache=settings.trace_cache)
     pricing = _pricing(settings, early, targets, on_calibrate)
     context = _Context(settings, {}, *inputs, refused)
     records = Records()
