@@ -273,7 +273,7 @@ NUMBER_FLAGS = {
     # (no --depth: a trace steps through every block, and up to MAX_STEP_TRACED_BLOCKS = 256 are taken
     # by design, "about half a minute": --depth 1694 took 36 s on a busy 2-core machine)
     "predict": ("--batch-size", "--img-size", "--embed-dim", "--mlp-ratio", "--num-heads", "--patch-size",
-                "--dataset-size", "--epochs", "--price-per-hour", "--threads"),
+                "--dataset-size", "--epochs", "--price-per-hour", "--threads", "--jobs"),  # one model: no worker starts
     "sweep": ("--batch-size", "--img-size", "--embed-dim", "--depth", "--mlp-ratio", "--num-heads", "--threads", "--runs",
               "--min-time", "--warmup", "--min-samples", "--timeout", "--peak-flops", "--peak-bandwidth", "--memory-limit",
               "--max-batch-size", "--shard", "--sync-interval", "--jobs", "--parallelism", "--time-limit"),
