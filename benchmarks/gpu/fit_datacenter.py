@@ -131,15 +131,14 @@ def errors_of(measured, hosts, params, light) -> list[float]:
     return [float(p / m - 1.0) for p, m in zip(stacked.latencies(params), stacked.measured)]
 
 
-def leave_one_model_out(measured, params, hosts, light, refit_hosts=True):
-    """Each model of the predict-vs-profile file predicted by a fit without any of its rows
-    (``refit_hosts``: the hosts too, at the light share of the whole fit)."""
+def leave_one_model_out(measured, params, light):
+    """Each model of the predict-vs-profile file predicted by a fit without any of its rows: the
+    hosts refitted without them too (at the light share of the whole fit), then the device."""
     judged = [m for m in measured if m.source == "predict_vs_profile"]
     out = []
     for model in sorted({m.model for m in judged}):
         rest = [m for m in measured if not (m.source == "predict_vs_profile" and m.model == model)]
-        if refit_hosts:
-            hosts = fit_hosts(rest, params, (light,))[0]
+        hosts = fit_hosts(rest, params, (light,))[0]
         refit = fit_device(rest, hosts, params, light)
         mine = [m for m in judged if m.model == model]
         out.extend(zip(mine, errors_of(mine, hosts, refit, light)))
@@ -158,7 +157,7 @@ def main() -> int:
     measured = recorded(ROOT)
     params, hosts, chosen, light = fit_all(measured)
     signed = errors_of(measured, hosts, params, light)
-    lomo = leave_one_model_out(measured, params, hosts, light)
+    lomo = leave_one_model_out(measured, params, light)
     lomo_abs = [abs(e) for _, e in lomo]
     families: dict[str, list[float]] = {}
     for m, e in lomo:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -35,7 +34,7 @@ from vitbench.models import references
 from vitbench.models.target import Target
 from vitbench.specs import override_combinations, spec_from_dict, spec_to_dict
 from vitbench.specs.common import MAX_FIELD
-from vitbench.timemodel.question_cache import StaleEntry, entry_key, forget, question_dir, read, tagged, write
+from vitbench.timemodel.question_cache import StaleEntry, entry_key, forget, read, stored, tagged, write
 from vitbench.timemodel.trace_cache import CACHED_SOURCES
 
 #: the reference namespaces whose resolution is cached
@@ -94,7 +93,7 @@ def counts_cached(target: Any, batch: int, reparam: bool) -> bool:
     if target.spec is not None:
         return True
     key = _target_key("counts", target, batch=batch, reparam=bool(reparam))
-    return key is not None and os.path.lexists(question_dir() / f"{key}.json")
+    return key is not None and stored(key)
 
 
 def _resolution(model: Any, overrides: dict[str, Any], combinations: list[dict[str, Any]],

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -35,7 +34,7 @@ from vitbench.timemodel.cached_models import (
     resolve_cached,
 )
 from vitbench.timemodel.prediction_rows import deployed_target
-from vitbench.timemodel.trace_cache import CACHED_SOURCES, cache_key, cached_traces, trace_dir
+from vitbench.timemodel.trace_cache import CACHED_SOURCES, cache_key, cached_traces, stored
 
 
 @dataclass(frozen=True)
@@ -96,7 +95,7 @@ def needs_preparing(task: ModelTask) -> bool:
             continue
         for mode, precision, device_type in itertools.product(task.modes, task.precisions, task.device_types):
             key = cache_key(target, batch, mode, precision, task.optimizer, device_type, task.reparam, task.channels_last)
-            if key is not None and not os.path.lexists(trace_dir() / f"{key}.json.gz"):
+            if key is not None and not stored(key):
                 return True
     return False
 

@@ -148,12 +148,22 @@ def refused(path: Path, reason: str) -> dict[str, str]:
     return warning("question-cache-refused", message, "recomputed from the library; nothing to do")
 
 
+def entry_path(key: str) -> Path:
+    """Where the entry ``key`` is kept."""
+    return question_dir() / f"{key}.json"
+
+
+def stored(key: str) -> bool:
+    """Whether an entry ``key`` is there (not read: :func:`read` decides whether it is used)."""
+    return os.path.lexists(entry_path(key))
+
+
 def read(kind: str, key: str, parse: Callable[[Any], T]) -> tuple[T | None, list[dict[str, str]]]:
     """The value of the entry ``key`` of ``kind``, as ``parse`` (the kind's reader: raises
     StaleEntry for a value that is not one) makes it, and the warnings: (None, []) when it is
     absent, (None, [warning]) when it is refused."""
-    path = question_dir() / f"{key}.json"
-    if not os.path.lexists(path):
+    path = entry_path(key)
+    if not stored(key):
         return None, []
     if path.is_symlink():
         return None, [refused(path, "a symbolic link")]
@@ -182,7 +192,7 @@ def write(kind: str, key: str, value: Any, parse: Callable[[Any], Any]) -> bool:
         directory.mkdir(parents=True, exist_ok=True)
         if directory.is_symlink() or not directory.is_dir():
             return False
-        atomic.write_atomic(directory / f"{key}.json", payload)
+        atomic.write_atomic(entry_path(key), payload)
         return True
     return False
 
@@ -190,8 +200,8 @@ def write(kind: str, key: str, value: Any, parse: Callable[[Any], Any]) -> bool:
 def forget(key: str) -> None:
     """Remove the entry ``key`` (one found stale once the library was asked)."""
     with contextlib.suppress(OSError):
-        (question_dir() / f"{key}.json").unlink()
+        entry_path(key).unlink()
 
 
-__all__ = ["FORMAT", "MAX_ENTRY_BYTES", "StaleEntry", "checksum", "context", "entry_key", "forget", "load_entry",
-           "question_dir", "read", "refused", "source_digest", "tagged", "write"]
+__all__ = ["FORMAT", "MAX_ENTRY_BYTES", "StaleEntry", "checksum", "context", "entry_key", "entry_path", "forget",
+           "load_entry", "question_dir", "read", "refused", "source_digest", "stored", "tagged", "write"]

@@ -235,12 +235,22 @@ def refusals() -> Iterator[list[dict[str, str]]]:
         _COLLECTING.reset(token)
 
 
+def entry_path(key: str) -> Path:
+    """Where the entry ``key`` is kept."""
+    return trace_dir() / f"{key}.json.gz"
+
+
+def stored(key: str) -> bool:
+    """Whether an entry ``key`` is there (not read: :func:`read` decides whether it is used)."""
+    return os.path.lexists(entry_path(key))
+
+
 def read(key: str) -> list[Op] | None:
     """The cached operators for ``key``, or None: absent (silently), or not a valid entry
     (:func:`load_entry`: not a regular file, over :data:`MAX_ENTRY_BYTES` packed or 8 times that
     unpacked, damaged, tampered, stale), with a warning (:func:`refusals`); the caller traces again."""
-    path = trace_dir() / f"{key}.json.gz"
-    if not os.path.lexists(path):
+    path = entry_path(key)
+    if not stored(key):
         return None
     if path.is_symlink():
         _warn(path, "a symbolic link")
@@ -264,7 +274,7 @@ def write(key: str, ops: list[Op]) -> bool:
         directory.mkdir(parents=True, exist_ok=True)
         if directory.is_symlink() or not directory.is_dir():
             return False
-        atomic.write_atomic(directory / f"{key}.json.gz", payload)
+        atomic.write_atomic(entry_path(key), payload)
         return True
     return False
 
@@ -302,5 +312,5 @@ def cached_traces(target: Any, batches: tuple[int, ...], mode: str, precision: s
     return out
 
 
-__all__ = ["FORMAT", "MAX_COUNT", "StaleEntry", "cache_key", "cached_trace", "cached_traces", "checksum", "library_versions", "load_entry", "read",
-           "refusals", "trace_dir", "write"]
+__all__ = ["FORMAT", "MAX_COUNT", "StaleEntry", "cache_key", "cached_trace", "cached_traces", "checksum", "entry_path",
+           "library_versions", "load_entry", "read", "refusals", "stored", "trace_dir", "write"]
