@@ -1,5 +1,6 @@
 """Counting at the dispatcher: torch's FlopCounterMode on the meta device, with formulas for the
-fused attention kernels it counts as zero (the CPU flash kernel, native multi-head attention).
+fused attention kernels it counts as zero (the CPU flash kernel and, before torch 2.15, its
+backward, which a training step's trace prices; native multi-head attention).
 
 FlopCounterMode counts FLOPs (2 per multiply-accumulate) for matmuls and convolutions; vitbench
 reports ``dispatch_macs`` = FLOPs / 2. Running on ``meta`` tensors allocates no weights and no
@@ -12,12 +13,16 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from vitbench.counters.formulas import mha_macs, sdpa_macs
+from vitbench.counters.formulas import mha_macs, sdpa_backward_macs, sdpa_macs
 from vitbench.errors import model_forward
 
 
 def _flash_cpu_flops(query, key, value, *args, out_shape=None, **kwargs) -> int:
     return 2 * sdpa_macs(query, key, value)
+
+
+def _flash_cpu_backward_flops(grad_out, query, key, value, *args, out_shape=None, **kwargs) -> int:
+    return 2 * sdpa_backward_macs(query, key, value)
 
 
 def _native_mha_flops(query, key, value, embed_dim, num_heads, *args, out_shape=None, **kwargs) -> int:
@@ -31,6 +36,8 @@ def custom_mapping() -> dict[Any, Any]:
     mapping: dict[Any, Any] = {aten._native_multi_head_attention: _native_mha_flops}
     if hasattr(aten, "_scaled_dot_product_flash_attention_for_cpu"):
         mapping[aten._scaled_dot_product_flash_attention_for_cpu] = _flash_cpu_flops
+    if hasattr(aten, "_scaled_dot_product_flash_attention_for_cpu_backward"):
+        mapping[aten._scaled_dot_product_flash_attention_for_cpu_backward] = _flash_cpu_backward_flops
     return mapping
 
 

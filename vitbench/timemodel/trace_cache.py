@@ -50,10 +50,11 @@ from vitbench.timemodel.ops import COMPONENTS, Op
 from vitbench.version import __version__
 
 #: bumped whenever the traced operators or their fields change meaning (3: the checksum)
-FORMAT = 5  # 4: scaled_dot_product_attention on other than 4-D tensors is the math path (attention_paths.math_attention);
+FORMAT = 6  # 4: scaled_dot_product_attention on other than 4-D tensors is the math path (attention_paths.math_attention);
 #            5: a grouped convolution's backward counted with its groups (conv_kernels.conv_backward_macs),
 #            a GPU's convolution kernels named apart (conv_depthwise, conv_nchw), a GPU trace's grouped
-#            convolutions carry their groups as a fourth shape entry
+#            convolutions carry their groups as a fourth shape entry;
+#            6: the CPU flash attention's backward (a training step's attention) counted on torch < 2.15 too
 #: a cache entry larger than this is not read (a trace of 10^5 operators is about 2 MB)
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 CACHED_SOURCES = ("preset", "spec", "torchvision", "timm", "hf")

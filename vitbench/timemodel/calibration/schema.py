@@ -20,7 +20,8 @@ from vitbench.errors import VitbenchError, shown
 from vitbench.input_files import load_json
 from vitbench.row_warnings import warning
 
-SCHEMA_VERSION = 3  # 3: a grouped convolution's backward MACs counted with its groups (efficiencies change)
+SCHEMA_VERSION = 4  # 3: a grouped convolution's backward MACs counted with its groups (efficiencies change);
+#                   4: fused attention's backward counted on torch < 2.15 too (its efficiency measured there)
 PRECISION_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 BASES = ("calibration", "datasheet")
 #: the one device kind a calibration of this form is for
