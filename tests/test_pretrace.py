@@ -12,8 +12,9 @@ import pytest
 
 import vitbench
 from vitbench.errors import SpecError
+from vitbench.timemodel import pretrace
 from vitbench.timemodel.predict_settings import MAX_JOBS, PredictSettings
-from vitbench.timemodel.pretrace import model_tasks, needs_preparing, prepare, prepare_in_workers
+from vitbench.timemodel.pretrace import close_workers, model_tasks, needs_preparing, prepare, prepare_in_workers
 
 
 @pytest.fixture(autouse=True)
@@ -23,6 +24,8 @@ def _cache(tmp_path, monkeypatch):
     monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("VITBENCH_TRACE_DIR", str(tmp_path / "cache" / "traces"))  # not the session's shared traces
     run._OPS_CACHE.clear()  # the in-process memo must not answer for the disk caches
+    yield
+    close_workers()  # no worker outlives its test (each was started for this test's cache directory)
 
 
 def _never(target, batch):
@@ -52,6 +55,37 @@ def test_one_job_or_one_model_starts_no_worker(monkeypatch):
     monkeypatch.setattr("vitbench.timemodel.pretrace.ProcessPoolExecutor", refuse)
     tasks = model_tasks(["vit-ti/16", "vit-s/16"], {}, None, PredictSettings(), _never)
     assert prepare_in_workers(tasks, 1) == 0 and prepare_in_workers(tasks[:1], 8) == 0
+
+
+def test_the_workers_are_kept_for_the_next_call_with_the_same_jobs_and_environment(tmp_path, monkeypatch):
+    """A user asking batch size by batch size starts the workers once; another ``jobs``, or another
+    cache directory (a worker reads it from its environment), gets new ones. Nothing is spawned
+    here: a pool starts its workers when it is given tasks."""
+    first = pretrace._pool(2)
+    assert pretrace._pool(2) is first
+    other = pretrace._pool(3)
+    assert other is not first and pretrace._pool(3) is other
+    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert pretrace._pool(3) is not other
+    close_workers()
+    assert pretrace._KEPT == {}
+
+
+def test_a_broken_pool_is_not_kept(monkeypatch):
+    from concurrent.futures.process import BrokenProcessPool
+
+    class Broken:
+        def map(self, function, tasks):
+            raise BrokenProcessPool("a worker died")
+
+        def shutdown(self, wait=True, cancel_futures=False):
+            pass
+
+    monkeypatch.setattr(pretrace, "_pool", lambda jobs: pretrace._KEPT.setdefault("pool", Broken()))
+    monkeypatch.setattr(pretrace, "needs_preparing", lambda task: True)
+    tasks = model_tasks(["vit-ti/16", "vit-s/16"], {}, None, PredictSettings(), _never)
+    assert prepare_in_workers(tasks, 2) == 0  # the prediction does them itself
+    assert "pool" not in pretrace._KEPT
 
 
 def test_py_factories_and_malformed_references_are_left_to_the_prediction():

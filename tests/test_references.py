@@ -700,3 +700,22 @@ def test_default_gate_catches_a_ten_percent_macs_change_on_a_model_without_a_for
     verdicts = {(r["metric"], r["verdict"]) for r in csv.DictReader(__import__("io").StringIO(out))}
     assert code == 1
     assert ("macs", "REGRESSION") in verdicts
+
+
+def test_a_fixed_size_timm_model_asked_at_its_own_size_is_built_once(monkeypatch):
+    """``timm:NAME+img_size=S`` where S is the size the model is built for by default gives the
+    model already built for the probe (timm's published files name every model so); another
+    size builds it again for that size. Either way the target is the one asked for."""
+    pytest.importorskip("timm")
+    from collections import OrderedDict
+
+    from vitbench.models import materialize, target
+
+    builds = []
+    original = materialize.light_build
+    monkeypatch.setattr(materialize, "light_build", lambda factory: builds.append(1) or original(factory))
+    monkeypatch.setattr(target, "_LIGHT", OrderedDict())
+    own = resolve("timm:vit_tiny_patch16_224+img_size=224")
+    assert len(builds) == 1 and own.input_size == (3, 224, 224) and own.spec.img_size == (224, 224)
+    other = resolve("timm:vit_tiny_patch16_224+img_size=384")
+    assert len(builds) == 2 and other.input_size == (3, 384, 384) and other.spec.img_size == (384, 384)

@@ -74,10 +74,9 @@ def main() -> int:
         print(f"{phase}: {len(sample)} rows in {len(groups)} calls, {phases[phase][0]:.1f} s ({ok} ok), "
               f"{phases[phase][0] / len(sample):.3f} s a row, jobs {args.jobs}", flush=True)
     scale = len(rows) / len(sample)
-    print(f"the whole file ({len(rows)} rows of {spec.filename}, one process, this machine): "
+    print(f"the whole file ({len(rows)} rows of {spec.filename}, this machine, jobs {args.jobs}): "
           f"{phases['empty caches'][0] * scale / 60:.1f} min with empty caches, "
-          f"{phases['from the caches'][0] * scale / 60:.2f} min from the caches (scaled from {len(sample)} rows, seed {args.seed}, "
-          f"jobs {args.jobs})")
+          f"{phases['from the caches'][0] * scale / 60:.2f} min from the caches (scaled from {len(sample)} rows, seed {args.seed})")
     return 0
 
 
