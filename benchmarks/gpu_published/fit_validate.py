@@ -15,6 +15,15 @@ What is fitted, and on what (the issue's rule, never relaxed):
 
 ``--write-params`` writes the fitted parameters and the error bands to
 ``vitbench/data/gpu_params.json``; ``--report`` writes report.md, predictions.csv and plots.
+
+``--judge-only`` fits nothing: the files of ``--files`` are judged with the fitted parameters
+vitbench ships (``gpu_params.json``), and ``--write-params`` then replaces only those files'
+error bands there. For a file whose traces changed after the fit (the training file, when a
+backward's MACs were corrected) without tracing every inference file again:
+
+    python benchmarks/gpu_published/trace_all.py RESULTS_DIR --files rtx3090-train-pt112 --train-sample 300
+    python benchmarks/gpu_published/fit_validate.py RESULTS_DIR --judge-only --files rtx3090-train-pt112 \
+        --write-params --report reports/gpu-published/train-pt112
 """
 
 from __future__ import annotations
@@ -88,6 +97,8 @@ def main() -> None:
     parser.add_argument("--write-params", action="store_true")
     parser.add_argument("--report", type=Path)
     parser.add_argument("--max-evaluations", type=int, default=60)
+    parser.add_argument("--judge-only", action="store_true",
+                        help="judge --files with the shipped fitted parameters; fit nothing")
     args = parser.parse_args()
 
     from vitbench.timemodel.gpu_fit import Observation, fit
@@ -102,7 +113,10 @@ def main() -> None:
     spec_of = {spec.key: spec for spec in FILES}
 
     fitted: dict[str, GenerationParams] = {}
-    for key, generation in FIT_KEYS.items():
+    if args.judge_only:
+        shipped = json.loads(PARAMS_PATH.read_text())["generations"]
+        fitted = {generation: GenerationParams.from_dict(shipped[generation]["params"]) for generation in FIT_KEYS.values()}
+    for key, generation in ({} if args.judge_only else FIT_KEYS).items():
         device = gpu(spec_of[key].device)
         train = [Observation(table, device, row.mode, row.step_s) for row, table in rows
                  if row.file == key and row.fit_half]
@@ -146,7 +160,7 @@ def main() -> None:
                 f"{f[:8]}: {v['median']:.3f}/{v['p90']:.3f}/{v['ratio_median']:.2f} n={v['n']}" for f, v in families.items() if v.get("n")))
 
     if args.write_params:
-        write_params(fitted, results, spec_of)
+        (write_bands if args.judge_only else write_params)(fitted, results, spec_of)
     if args.report:
         from report import write_report
 
@@ -165,13 +179,33 @@ def bands_of(rows: list[dict]) -> dict:
     return out
 
 
+PARAMS_PATH = Path(__file__).resolve().parents[2] / "vitbench" / "data" / "gpu_params.json"
+
+
+def write_bands(fitted: dict, results: list[dict], spec_of: dict) -> None:
+    """Replace, in ``gpu_params.json``, the error bands of the files judged here (and the
+    training 'unvalidated' band, which is the RTX 3090 training file's); nothing else changes."""
+    data = json.loads(PARAMS_PATH.read_text())
+    for key in sorted({r["file"] for r in results}):
+        spec = spec_of[key]
+        rows = [r for r in results if r["file"] == key and r["role"] != "fitted"]
+        if not rows or spec.role in ("like-for-like", "held-out-gpu", "fit"):  # those bands pool several files
+            raise SystemExit(f"{key}: --judge-only writes the bands of a file judged on its own (the training file)")
+        data["validation"][spec.mode][spec.device] = {**bands_of(rows), "file": spec.filename}
+        if spec.mode == "train" and spec.device == "rtx3090":
+            data["validation"]["train"]["unvalidated"] = {**data["validation"]["train"]["rtx3090"],
+                                                          "devices": "rtx3090 (training)"}
+    PARAMS_PATH.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"wrote the bands of {', '.join(sorted({r['file'] for r in results}))} to {PARAMS_PATH}")
+
+
 def write_params(fitted: dict, results: list[dict], spec_of: dict) -> None:
     """vitbench/data/gpu_params.json: the fitted parameters, and the error bands a prediction
     row carries: validation[mode][device][family], from judged rows only (never fitted ones);
     'unvalidated' pools the GPUs held out of fitting, for cards no file measured."""
     from dataclasses import asdict
 
-    path = Path(__file__).resolve().parents[2] / "vitbench" / "data" / "gpu_params.json"
+    path = PARAMS_PATH
     judged = [r for r in results if r["role"] != "fitted"]
     validation: dict[str, dict] = {"infer": {}, "train": {}}
     for key, spec in spec_of.items():
