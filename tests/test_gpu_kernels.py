@@ -147,6 +147,11 @@ def test_batch_norm_in_training_passes_over_its_tensors_again():
     assert norm / once == pytest.approx(1.5) and back / once == pytest.approx(5 / 3)
     legit = device_s([Op("_native_batch_norm_legit", "elementwise", 0, moved, (), "bfloat16", "_native_batch_norm_legit")])
     assert legit / once == pytest.approx(1.5)  # the same kernel under the name torch.compile's decomposition gives it
+    # cuDNN's (PyTorch's choice on a GPU in float32 and float16: what a GPU's trace records)
+    cudnn = device_s([Op("cudnn_batch_norm", "elementwise", 0, moved, (), "float16", "cudnn_batch_norm")])
+    cudnn_back = device_s([Op("cudnn_batch_norm_backward", "elementwise", 0, moved, (), "float16",
+                              "cudnn_batch_norm_backward")])
+    assert cudnn / once == pytest.approx(1.5) and cudnn_back / once == pytest.approx(5 / 3)
     assert TRAFFIC_PASSES["native_layer_norm_backward"] == pytest.approx(5 / 3)
     # the step's bytes stay the trace's (only the pricing knows the passes)
     assert op_table([Op("native_batch_norm", "elementwise", 0, moved, (), "bfloat16", "native_batch_norm")]).total_bytes == moved

@@ -87,8 +87,10 @@ _KIND_OF_KERNEL = {"gemm": GEMM, "bmm": GEMM, "conv": CONV, "conv_backward": CON
 #: training collects the statistics in one kernel and normalises in another (input read twice:
 #: 3 tensor passes for 2); its backward reduces grad_output and input, then reads both again to
 #: write grad_input (5 for 3); layer norm's backward computes grad_input and the weight's
-#: gradients in separate kernels over dy and x (5 for 3)
-TRAFFIC_PASSES = {"native_batch_norm": 1.5, "_native_batch_norm_legit": 1.5, "native_batch_norm_backward": 5 / 3,
+#: gradients in separate kernels over dy and x (5 for 3). cuDNN's batch norm (PyTorch's choice on
+#: a GPU in float32 and float16, a GPU trace's ``cudnn_batch_norm``) is the same two-pass algorithm
+TRAFFIC_PASSES = {"native_batch_norm": 1.5, "_native_batch_norm_legit": 1.5, "cudnn_batch_norm": 1.5,
+                  "native_batch_norm_backward": 5 / 3, "cudnn_batch_norm_backward": 5 / 3,
                   "native_layer_norm_backward": 5 / 3}
 #: kernels whose activations a CUDA device rewrites from NCHW to NHWC and back (conv_kernels.nchw_half)
 _RELAYOUT_KERNELS = frozenset({"conv_nchw", "conv_nchw_backward"})

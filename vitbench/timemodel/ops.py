@@ -17,6 +17,7 @@ operators move no data and are dropped.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from dataclasses import dataclass
 from math import prod
@@ -31,7 +32,14 @@ from vitbench.models.inputs import main_output
 from vitbench.models.step import autocast_dtype, make_optimizer, step_loss
 from vitbench.timemodel.attention_paths import math_attention, math_attention_bytes
 from vitbench.timemodel.conv_kernels import conv_backward_macs, conv_gemm_shape, conv_groups, native_depthwise, nchw_half
-from vitbench.timemodel.trace_setup import autocast_for, cuda_present, decomposed_fast_paths, deployed
+from vitbench.timemodel.trace_setup import (
+    autocast_for,
+    backward_in_this_thread,
+    cuda_present,
+    decomposed_fast_paths,
+    deployed,
+    gpu_attention,
+)
 
 #: operators that only make views or read metadata: no data moves, no kernel runs
 VIEW_OPS = frozenset({
@@ -334,16 +342,18 @@ def trace_batches(build: Any, input_size: tuple[int, int, int], classes: int | N
     """:func:`trace_ops` at several batch sizes, building the module once.
 
     ``device_type='cuda'`` traces on fake CUDA tensors under CUDA's autocast policy (no GPU is
-    needed: nothing runs), which is what a GPU step dispatches; a model that cannot be traced
-    there (a tensor made on the CPU in its forward), and a training step on a machine without a
-    GPU (autograd's engine needs a CUDA device to run a backward, even of fake tensors), are
-    traced on the CPU instead, their kernels named as on a GPU (``for_gpu``).
+    needed: nothing runs), which is what a GPU step dispatches. On a machine without a GPU, a
+    training step's backward runs node by node in this thread (autograd's engine needs a CUDA
+    device to run a backward, even of fake tensors: :func:`backward_in_this_thread`) and its
+    attention takes the fused kernel a GPU would pick (:func:`gpu_attention`), so the trace is
+    the one a machine with a GPU makes. A model that cannot be traced there (a tensor made on the
+    CPU in its forward) is traced on the CPU instead, its kernels named as on a GPU (``for_gpu``).
     ``reparam``: the model in its deployed form (:func:`reparameterize`) before tracing;
     ``channels_last``: the model and its images in channels-last memory format."""
     def make() -> Any:
         return deployed(build) if reparam else materialize.light_build(build)
 
-    if device_type == "cuda" and (mode != "train" or cuda_present()):
+    if device_type == "cuda":
         try:
             return _trace_module(make(), input_size, classes, batches, mode, precision, optimizer, "cuda",
                                  channels_last=channels_last)
@@ -384,7 +394,8 @@ def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | N
             recorder.recording = True
             if mode == "train":
                 module.train()
-                with autocast_for(device_type, dtype):
+                without_gpu = device_type == "cuda" and not cuda_present()
+                with autocast_for(device_type, dtype), gpu_attention() if without_gpu else contextlib.nullcontext():
                     with model_forward(images):
                         out = module(images)
                     if labels is None and main_output(out).ndim == 2:
@@ -394,7 +405,10 @@ def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | N
                     loss = step_loss(out, labels)
                     del out
                 with model_code():  # the model's backward
-                    loss.backward()
+                    if without_gpu:  # autograd's engine would need a GPU
+                        backward_in_this_thread(loss)
+                    else:
+                        loss.backward()
                 del loss
                 for parameter in module.parameters():
                     parameter.grad = None  # as zero_grad(set_to_none=True): the next step starts alike

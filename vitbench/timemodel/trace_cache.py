@@ -54,7 +54,8 @@ FORMAT = 6  # 4: scaled_dot_product_attention on other than 4-D tensors is the m
 #            5: a grouped convolution's backward counted with its groups (conv_kernels.conv_backward_macs),
 #            a GPU's convolution kernels named apart (conv_depthwise, conv_nchw), a GPU trace's grouped
 #            convolutions carry their groups as a fourth shape entry;
-#            6: the CPU flash attention's backward (a training step's attention) counted on torch < 2.15 too
+#            6: the CPU flash attention's backward (a training step's attention) counted on torch < 2.15 too;
+#               a GPU's training step traced on fake CUDA tensors without a GPU too (CUDA's autocast policy)
 #: a cache entry larger than this is not read (a trace of 10^5 operators is about 2 MB)
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 CACHED_SOURCES = ("preset", "spec", "torchvision", "timm", "hf")
