@@ -40,8 +40,23 @@ def _rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
 def test_probe_script_parses_and_names_the_new_phases():
     subprocess.run(["bash", "-n", str(GPU / "probe.sh")], check=True)
     text = (GPU / "probe.sh").read_text()
-    for phase in ("kernels)", "timm)", "calibrate)", "predict)"):
+    for phase in ("kernels)", "timm)", "calibrate)", "predict)", "traces)"):
         assert phase in text
+
+
+@pytest.mark.slow  # traces a training step three ways: a few seconds
+def test_trace_parity_runs_here_and_the_two_traces_count_the_same_macs(tmp_path, monkeypatch):
+    """On the device it compares the in-thread trace with the GPU's own; here (no GPU) with the
+    CPU trace: the same MACs, and a row saying what differs (cuDNN's batch norm on a GPU)."""
+    trace_parity = _load("trace_parity")
+    monkeypatch.setattr(trace_parity, "CONFIGS", (("resnet18", "fp16"),))
+    monkeypatch.setattr(sys, "argv", ["trace_parity.py", "--out", str(tmp_path / "parity.csv"), "--batch", "2"])
+    assert trace_parity.main() == 0
+    _, rows = _rows(tmp_path / "parity.csv")
+    sides = {row["side"]: row for row in rows}
+    assert set(sides) == {"in-thread", "on the CPU (no GPU here)", "differing (in-thread, reference)"}
+    assert sides["in-thread"]["macs"] == sides["on the CPU (no GPU here)"]["macs"] != "0"
+    assert "cudnn_batch_norm float16" in sides["differing (in-thread, reference)"]["attention"]
 
 
 # --- the reducer on CUDA-like events ---------------------------------------------------------

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # vitbench on a lent GPU, in phases named on the command line (all but kernels and timm by default):
-#   memprobe selftest tests bare profile compile launcher calibrate predict report kernels timm
+#   memprobe selftest tests bare profile compile launcher calibrate predict report kernels timm traces
 # Each phase has its own time limit and its log under $OUT/gpu/; everything is packed into
 # $OUT/gpu.tar.gz at the end (the device tool brings back at most 8 files).
 #   bash benchmarks/gpu/probe.sh selftest tests bare calibrate
 # The issue-48 run, one 8-minute call (phase limits 100 + 180 + 150 + 35 = 465 s; README.md here):
 #   bash benchmarks/gpu/probe.sh kernels calibrate predict timm
+# traces: a training step traced without the GPU (in-thread backward) against with it (trace_parity.py).
 # CAL=FILE names a GPU calibration for `predict` (default: the one `calibrate` wrote).
-# Phase limits in seconds: KERNELS_S CALIBRATE_S PREDICT_S TIMM_S REPORT_S. KERNELS_DEVICE=cpu and
+# Phase limits in seconds: KERNELS_S CALIBRATE_S PREDICT_S TIMM_S REPORT_S TRACES_S. KERNELS_DEVICE=cpu and
 # KERNELS_ARGS (kernel_records.py options: --config M,MODE,B,P --limit N --start N --batch-size N
 # --resume) for a CPU check or to go on in a second call; TIMM_START=N starts timm at case N.
 set -u
@@ -79,6 +80,7 @@ for p in $phases; do
              run kernel_records "$ks" python3 benchmarks/gpu/kernel_records.py --device "${KERNELS_DEVICE:-cuda}" \
                --max-seconds $((ks > 40 ? ks - 25 : ks / 2)) --out "$L/kernel_records.csv" ${KERNELS_ARGS:-} ;;
     timm) timm_phase ${TIMM_S:-35} ;;
+    traces) run trace_parity ${TRACES_S:-90} python3 benchmarks/gpu/trace_parity.py --out "$L/trace_parity.csv" ;;
     report) run report ${REPORT_S:-330} $V report --device cuda --runs ${REPORT_RUNS:-2} --out "$L/h100-report" ;;
     *) echo "unknown phase $p"; exit 2 ;;
   esac
