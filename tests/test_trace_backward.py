@@ -114,3 +114,12 @@ def test_five_dimensional_attention_is_left_to_pytorch():
     """No fused kernel takes 5-D tensors (NesT): PyTorch's own dispatch, the math path."""
     assert "_scaled_dot_product_flash_attention" not in _kernels(torch.bfloat16, dims=5)
     assert "_scaled_dot_product_efficient_attention" not in _kernels(torch.bfloat16, dims=5)
+
+
+def test_a_loss_without_a_graph_is_refused_as_the_engine_refuses_it():
+    loss = torch.ones(())
+    with pytest.raises(RuntimeError, match="does not require grad") as engine:
+        loss.backward()
+    with pytest.raises(RuntimeError, match="does not require grad") as ours:
+        backward_in_this_thread(loss)
+    assert str(ours.value) == str(engine.value)

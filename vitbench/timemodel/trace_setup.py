@@ -94,8 +94,6 @@ def decomposed_fast_paths():
         mha.set_fastpath_enabled(enabled)
 
 
-
-
 def backward_in_this_thread(loss: Any) -> None:
     """``loss.backward()`` without autograd's engine, which runs a CUDA tensor's backward on a
     device thread that needs a CUDA device, fake tensors included: every node of the graph is
@@ -109,6 +107,8 @@ def backward_in_this_thread(loss: Any) -> None:
     import torch
 
     root = loss.grad_fn
+    if root is None:  # as the engine says it
+        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
     waiting: Counter = Counter()  # edges into each node not yet delivered
     seen, stack = {root}, [root]
     while stack:
