@@ -3,13 +3,14 @@ processes resolve each named model and trace its steps (``PredictSettings.jobs``
 they find to the question cache and the trace cache; the prediction then reads both as it reads
 any entry.
 
-Resolving, counting and tracing are the slow part of predicting a model not seen before (0.7 s a
-model on average on fake tensors, a few seconds for the largest, one core each): 1,400 of timm's models take about twenty minutes in
-one process, about ``jobs`` times less in ``jobs``. Each worker costs its start (a few seconds: it
-imports torch and the model libraries), so the workers are kept for the next call of this process
-with the same ``jobs`` and environment (one asking batch size by batch size starts them once), and
-end with it. Nothing here makes a row: what a worker could not resolve or trace (the model's own error, a crashed
-worker) the prediction does again itself, and reports as it always does.
+Resolving, counting and tracing are the slow part of predicting a model not seen before (0.7 s
+a model on average on fake tensors, a few seconds for the largest, one core each): 1,400 of
+timm's models take about twenty minutes in one process, about ``jobs`` times less in ``jobs``.
+Each worker costs its start (a few seconds: it imports torch and the model libraries), so the
+workers are kept for the next call of this process with the same ``jobs`` and environment (one
+asking batch size by batch size starts them once), and end with it. Nothing here makes a row:
+what a worker could not resolve or trace (the model's own error, a crashed worker) the
+prediction does again itself, and reports as it always does.
 
 Worker processes are started fresh (``spawn``): a script that calls the API with ``jobs`` above 1
 must do so under ``if __name__ == "__main__":``, as multiprocessing requires; where the workers
