@@ -11,7 +11,9 @@ def library_of(module: Any) -> str:
     return {"timm": "timm", "torchvision": "torchvision", "transformers": "hf"}.get(package, "py")
 
 
-def _pair(value: Any) -> tuple[int, int] | None:
+def size_pair(value: Any) -> tuple[int, int] | None:
+    """An image size as the libraries give it (a positive integer or a pair of them) as
+    (height, width); None for anything else."""
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value, value
     if isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, int) and v > 0 for v in value):
@@ -29,10 +31,10 @@ def module_input_size(module: Any) -> tuple[int, int, int] | None:
     if spec is not None and hasattr(spec, "img_size") and hasattr(spec, "in_chans"):
         return (spec.in_chans, *spec.img_size)
     config = getattr(module, "config", None)
-    if config is not None and _pair(getattr(config, "image_size", None)):
-        return (getattr(config, "num_channels", 3), *_pair(config.image_size))
+    if config is not None and size_pair(getattr(config, "image_size", None)):
+        return (getattr(config, "num_channels", 3), *size_pair(config.image_size))
     for name in ("image_size", "img_size"):
-        size = _pair(getattr(module, name, None))
+        size = size_pair(getattr(module, name, None))
         if size:
             return (3, *size)
     return None

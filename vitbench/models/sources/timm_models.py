@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from vitbench.errors import SpecError
+from vitbench.models.inputs import size_pair
 from vitbench.models.sources.common import (
     class_parameters,
     finish,
@@ -70,7 +71,7 @@ def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[s
         used.add(field)
     if img_size is not None and fixed_size:
         final["img_size"] = img_size
-    same = final == passed or (final == {**passed, "img_size": img_size} and _built_size(base) == _pair(img_size))
+    same = final == passed or (final == {**passed, "img_size": img_size} and _built_size(base) == size_pair(img_size))
     module = base if same else probe(reference, key_of("timm", name, final), builder(final))
     channels, *size = cfg.get("input_size") or (3, None, None)
     channels = final.get("in_chans", channels)
@@ -82,17 +83,7 @@ def resolve(reference: str, name: str, kwargs: dict[str, Any], overrides: dict[s
     return finish(reference, "timm", module, builder(final), input_size_of(img_size, channels), shown)
 
 
-def _pair(size: Any) -> tuple[int, int] | None:
-    """An image size as timm takes it (an int or a pair) as (height, width)."""
-    if isinstance(size, int) and not isinstance(size, bool):
-        return (size, size)
-    if isinstance(size, (tuple, list)) and len(size) == 2 and all(isinstance(s, int) for s in size):
-        return (size[0], size[1])
-    return None
-
-
 def _built_size(module: Any) -> tuple[int, int] | None:
     """The image size a fixed-size timm model was built for (its patch embedding's): a model asked
     for that very size is the one already built, and is not built again."""
-    size = getattr(getattr(module, "patch_embed", None), "img_size", None)
-    return _pair(tuple(size)) if isinstance(size, (tuple, list)) else None
+    return size_pair(getattr(getattr(module, "patch_embed", None), "img_size", None))
