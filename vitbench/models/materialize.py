@@ -21,6 +21,7 @@ weights was most of its cost (timm's vitamin_xlarge_384: 3.4 s built, 1.1 s so).
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -75,14 +76,10 @@ def zero_init() -> Any:
     initialiser of ``torch.nn.init`` zero-fills its tensor instead, and returns it; everything else
     runs as it would: values differ, shapes and operators do not. A torch function mode, so it
     holds in this thread only."""
-    if not _ZERO_INIT:
-        _ZERO_INIT.append(_zero_init_class())
-    return _ZERO_INIT[0]()
+    return _zero_init_class()()
 
 
-_ZERO_INIT: list[type] = []
-
-
+@functools.cache
 def _zero_init_class() -> type:
     import torch
     from torch.nn import init
