@@ -1,6 +1,6 @@
 """On a machine with a GPU: does a training step traced as vitbench traces it without a GPU (the
 backward run node by node in this thread, the fused attention chosen by vitbench's rule:
-``trace_setup.backward_in_this_thread``, ``trace_setup.gpu_attention``) dispatch what the same
+``gpu_backward.backward_in_this_thread``, ``gpu_backward.gpu_attention``) dispatch what the same
 step traced with the GPU visible dispatches (autograd's own engine, PyTorch's own attention
 choice)? Both on fake CUDA tensors; one row per configuration and side (operators, bytes, MACs,
 the attention kernels), then the differing operator counts.

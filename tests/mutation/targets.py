@@ -243,6 +243,9 @@ EXTRA_TESTS: dict[str, tuple[str, ...]] = {
     "vitbench/timemodel/trace_setup.py": (
         "tests/test_trace_setup.py",
     ),
+    "vitbench/timemodel/gpu_backward.py": (
+        "tests/test_gpu_backward.py",
+    ),
     "vitbench/timemodel/run.py": (
         "tests/test_predict.py::test_the_auto_run_device_predicts_for_cuda_only_where_cuda_is",
         "tests/test_predict.py::test_a_calibration_file_without_the_precisions_rates_or_at_other_threads_is_refused",

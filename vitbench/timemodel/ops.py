@@ -32,14 +32,8 @@ from vitbench.models.inputs import main_output
 from vitbench.models.step import autocast_dtype, make_optimizer, step_loss
 from vitbench.timemodel.attention_paths import math_attention, math_attention_bytes
 from vitbench.timemodel.conv_kernels import conv_backward_macs, conv_gemm_shape, conv_groups, native_depthwise, nchw_half
-from vitbench.timemodel.trace_setup import (
-    autocast_for,
-    backward_in_this_thread,
-    cuda_present,
-    decomposed_fast_paths,
-    deployed,
-    gpu_attention,
-)
+from vitbench.timemodel.gpu_backward import backward_in_this_thread, gpu_attention
+from vitbench.timemodel.trace_setup import autocast_for, cuda_present, decomposed_fast_paths, deployed
 
 #: operators that only make views or read metadata: no data moves, no kernel runs
 VIEW_OPS = frozenset({
@@ -385,6 +379,7 @@ def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | N
     dtype = autocast_dtype(precision)
     sizes = [(p.numel(), p.dtype) for p in module.parameters() if p.requires_grad]
     out_ops: dict[int, list[Op]] = {}
+    without_gpu = device_type == "cuda" and not cuda_present()  # a training step: see gpu_backward
     for batch in batches:
         recorder = _Recorder(for_gpu, channels_last)
         with fake_mode:
@@ -394,7 +389,6 @@ def _trace_steps(module: Any, input_size: tuple[int, int, int], classes: int | N
             recorder.recording = True
             if mode == "train":
                 module.train()
-                without_gpu = device_type == "cuda" and not cuda_present()
                 with autocast_for(device_type, dtype), gpu_attention() if without_gpu else contextlib.nullcontext():
                     with model_forward(images):
                         out = module(images)

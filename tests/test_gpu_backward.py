@@ -1,4 +1,4 @@
-"""A GPU's training step traced on a machine without a GPU (vitbench/timemodel/trace_setup.py):
+"""A GPU's training step traced on a machine without a GPU (vitbench/timemodel/gpu_backward.py):
 autograd's engine runs a CUDA tensor's backward on a device thread that needs a CUDA device, so
 the backward is run node by node in this thread (``backward_in_this_thread``), and the fused
 attention kernel a GPU would pick is taken where PyTorch cannot ask the device
@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from vitbench.timemodel.trace_setup import backward_in_this_thread, gpu_attention
+from vitbench.timemodel.gpu_backward import backward_in_this_thread, gpu_attention
 
 
 class _Double(torch.autograd.Function):
