@@ -26,22 +26,23 @@ CONFIGS = (("timm:convnext_tiny", "bf16"), ("timm:swin_tiny_patch4_window7_224",
 
 
 def trace(model: str, precision: str, batch: int, side: str) -> list:
+    """One training step: ``in-thread`` on fake CUDA as without a GPU (this machine's GPU hidden
+    from the tracer), ``with a GPU`` on fake CUDA with it, otherwise on the CPU as before."""
     from vitbench.models import materialize
     from vitbench.models.references import resolve
     from vitbench.timemodel import ops
 
     target = resolve(model)
-    if side == "with a GPU" or side == "in-thread":
-        original = ops.cuda_present
-        if side == "in-thread":
-            ops.cuda_present = lambda: False
-        try:
-            return ops._trace_module(materialize.light_build(target.build), target.input_size, None, (batch,), "train",
-                                     precision, "adamw", "cuda")[batch]
-        finally:
-            ops.cuda_present = original
-    return ops._trace_module(materialize.light_build(target.build), target.input_size, None, (batch,), "train",
-                             precision, "adamw", "cpu", for_gpu=True)[batch]
+    module = materialize.light_build(target.build)
+    if side not in ("in-thread", "with a GPU"):
+        return ops._trace_module(module, target.input_size, None, (batch,), "train", precision, "adamw", "cpu",
+                                 for_gpu=True)[batch]
+    present = ops.cuda_present
+    ops.cuda_present = (lambda: False) if side == "in-thread" else present
+    try:
+        return ops._trace_module(module, target.input_size, None, (batch,), "train", precision, "adamw", "cuda")[batch]
+    finally:
+        ops.cuda_present = present
 
 
 def main() -> int:

@@ -114,7 +114,9 @@ def main() -> None:
 
     fitted: dict[str, GenerationParams] = {}
     if args.judge_only:
-        shipped = json.loads(PARAMS_PATH.read_text())["generations"]
+        from vitbench.timemodel.gpu_model import parameter_file
+
+        shipped = parameter_file()["generations"]
         fitted = {generation: GenerationParams.from_dict(shipped[generation]["params"]) for generation in FIT_KEYS.values()}
     for key, generation in ({} if args.judge_only else FIT_KEYS).items():
         device = gpu(spec_of[key].device)
