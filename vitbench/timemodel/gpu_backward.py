@@ -20,8 +20,8 @@ def backward_in_this_thread(loss: Any) -> None:
     one passed as None (the engine's undefined gradient), each reduced and cast as the engine
     does (:func:`_as_the_engine_delivers`). So a GPU's training step is traced on
     a machine without a GPU under CUDA's autocast policy, as the GPU runs it (traced on the CPU,
-    the CPU's policy keeps layer norms and what follows them in low precision: Swin-T's step
-    moved 21% fewer bytes). Tensor hooks are not run (the engine runs them; models rarely have any)."""
+    the CPU's policy keeps layer norms and what follows them in low precision: Swin-T's bf16
+    step at batch 32 moved 22.7 GB instead of 27.7). Tensor hooks are not run (the engine runs them; models rarely have any)."""
     import torch
 
     root = loss.grad_fn
