@@ -43,8 +43,7 @@ from vitbench.errors import InputFileError, SpecError
 from vitbench.escape import terminal_text
 from vitbench.input_files import load_json, read_input_bytes
 from vitbench.row_warnings import warning
-from vitbench.store import atomic
-from vitbench.timemodel.trace_cache import library_versions, trace_dir
+from vitbench.timemodel.trace_cache import library_versions, store_entry, trace_dir
 
 #: bumped whenever an entry's fields change meaning
 FORMAT = 1
@@ -188,13 +187,7 @@ def write(kind: str, key: str, value: Any, parse: Callable[[Any], Any]) -> bool:
         parse(_entry_value(payload, kind, key))
     except (StaleEntry, SpecError, ValueError, TypeError, RecursionError):
         return False
-    with contextlib.suppress(OSError):
-        directory.mkdir(parents=True, exist_ok=True)
-        if directory.is_symlink() or not directory.is_dir():
-            return False
-        atomic.write_atomic(entry_path(key), payload)
-        return True
-    return False
+    return store_entry(directory, entry_path(key), payload)
 
 
 def forget(key: str) -> None:

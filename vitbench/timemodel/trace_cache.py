@@ -272,11 +272,18 @@ def write(key: str, ops: list[Op]) -> bool:
     fields = [list(op.as_tuple()) for op in ops]
     entry = {"format": FORMAT, "key": key, "ops": fields, "sha256": checksum(key, fields)}
     payload = gzip.compress(json.dumps(entry, separators=(",", ":")).encode(), compresslevel=6)
+    return store_entry(directory, entry_path(key), payload)
+
+
+def store_entry(directory: Path, path: Path, payload: bytes) -> bool:
+    """Write ``payload`` atomically to ``path`` in the cache folder ``directory`` (created if
+    missing); False, nothing raised, when it cannot be written or the folder is a symlink or
+    not a folder."""
     with contextlib.suppress(OSError):
         directory.mkdir(parents=True, exist_ok=True)
         if directory.is_symlink() or not directory.is_dir():
             return False
-        atomic.write_atomic(entry_path(key), payload)
+        atomic.write_atomic(path, payload)
         return True
     return False
 
