@@ -1,6 +1,6 @@
 """The GPU measurements recorded on lent cards, replayed through the fitting code without a GPU:
 the data-centre fit (benchmarks/gpu/fit_datacenter.py) and the calibration on a card
-(vitbench.timemodel.gpu_calibration.fit_on_card) read the H100's 48 + 31 and the H200's 48 steps."""
+(vitbench.timemodel.gpu_calibration.fit_on_card) read the H100's 48 + 31 + 8 and the H200's 48 steps."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def test_the_recorded_measurements_are_all_read():
     for row in rows:
         counts[(row.machine, row.source)] = counts.get((row.machine, row.source), 0) + 1
     assert counts == {("h100-vm", "calibration"): 48, ("h100-vm", "predict_vs_profile"): 31,
-                      ("h200-vm", "calibration"): 48}
+                      ("h100-vm", "profile"): 4, ("h100-vm", "bare_loop"): 4, ("h200-vm", "calibration"): 48}
     assert all(row.measured_s > 0 and row.card in ("h100", "h200") for row in rows)
     assert {relative for *_, relative in RECORDED} <= {str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file()}
 

@@ -3,8 +3,9 @@ leave-one-model-out, and write them to ``vitbench/data/gpu_params.json`` (``gene
 ``hosts``, ``validation.datacenter``).
 
 The data (:data:`vitbench.timemodel.gpu_records.RECORDED`): an H100 80GB HBM3 (48 calibration
-configurations and 31 others, torch 2.11) and an H200 (48 calibration configurations), each in a
-cloud virtual machine. Every card is priced at its measured sustained rates
+configurations, 31 predict-vs-profile ones, and 8 device-bound steps of ViT-B/16 and ResNet-50 at
+batches 128-1024 from ``vitbench profile`` and a bare training loop; torch 2.11) and an H200 (48
+calibration configurations), each in a cloud virtual machine. Every card is priced at its measured sustained rates
 (:data:`vitbench.timemodel.gpus.SUSTAINED`), so the efficiencies fitted here are relative to
 what a card sustains and transfer to the other data-centre cards.
 
@@ -132,12 +133,13 @@ def errors_of(measured, hosts, params, light) -> list[float]:
 
 
 def leave_one_model_out(measured, params, light):
-    """Each model of the predict-vs-profile file predicted by a fit without any of its rows: the
+    """Each model of the predict-vs-profile file predicted by a fit without any of its steps (its
+    profile and bare-loop steps left out too; the calibration suites' models are other ones): the
     hosts refitted without them too (at the light share of the whole fit), then the device."""
-    judged = [m for m in measured if m.source == "predict_vs_profile"]
+    judged = [m for m in measured if m.source != "calibration"]
     out = []
-    for model in sorted({m.model for m in judged}):
-        rest = [m for m in measured if not (m.source == "predict_vs_profile" and m.model == model)]
+    for model in sorted({m.model for m in measured if m.source == "predict_vs_profile"}):
+        rest = [m for m in measured if not (m.source != "calibration" and m.model == model)]
         hosts = fit_hosts(rest, params, (light,))[0]
         refit = fit_device(rest, hosts, params, light)
         mine = [m for m in judged if m.model == model]
@@ -158,13 +160,13 @@ def main() -> int:
     params, hosts, chosen, light = fit_all(measured)
     signed = errors_of(measured, hosts, params, light)
     lomo = leave_one_model_out(measured, params, light)
-    lomo_abs = [abs(e) for _, e in lomo]
+    lomo_abs = [abs(e) for m, e in lomo if m.source == "predict_vs_profile"]
     families: dict[str, list[float]] = {}
-    for m, e in lomo:
+    for m, e in (pair for pair in lomo if pair[0].source == "predict_vs_profile"):
         families.setdefault(family(m.model), []).append(abs(e))
     validation = {"all": band(lomo_abs), **{k: band(v) for k, v in sorted(families.items())},
                   "basis": "leave-one-model-out on the H100's 31 predict-vs-profile configurations (hosts and "
-                           "device refitted without the model)",
+                           "device refitted without any step of the model)",
                   "cards": sorted({m.card for m in measured})}
     lines = ["hosts (s per operator, inference / training): "
              + ", ".join(f"{k} {v[0] * 1e6:.1f} / {v[1] * 1e6:.1f} us" for k, v in hosts.items()),
@@ -172,7 +174,7 @@ def main() -> int:
              f"a light operator's dispatch (autocast's casts, views), in operators: {light}",
              "device parameters: " + ", ".join(f"{k}={v:.4g}" for k, v in asdict(params).items() if k not in FIXED[3:]),
              f"at a bound: {at_bounds(params, FIXED) or 'none'}"]
-    for source in ("calibration", "predict_vs_profile"):
+    for source in ("calibration", "predict_vs_profile", "profile", "bare_loop"):
         for machine in sorted({m.machine for m in measured}):
             errs = [abs(e) for m, e in zip(measured, signed) if m.source == source and m.machine == machine]
             if errs:
@@ -180,15 +182,17 @@ def main() -> int:
     lines.append(f"leave-one-model-out, H100 predict-vs-profile: {validation['all']}")
     for name, values in sorted(families.items()):
         lines.append(f"  {name}: {band(values)}")
+    lines.append("leave-one-model-out, H100 profile and bare-loop steps: "
+                 f"{band([abs(e) for m, e in lomo if m.source != 'predict_vs_profile'])}")
     print("\n".join(lines))
     if args.report:
         write_report(Path(args.report), measured, signed, lomo, lines, reasons(measured, hosts, params, light))
     if args.write:
-        write_params(params, hosts, validation, light)
+        write_params(params, hosts, validation, light, measured)
     return 0
 
 
-def write_params(params, hosts, validation, light) -> None:
+def write_params(params, hosts, validation, light, measured) -> None:
     import torch
 
     path = ROOT / "vitbench" / "data" / "gpu_params.json"
@@ -199,7 +203,8 @@ def write_params(params, hosts, validation, light) -> None:
         "rates": "sustained",
         "light_dispatch": light,
         "traced_with": f"torch {torch.__version__.split('+')[0]}",
-        "fitted_on": "H100 80GB HBM3 (79 steps) and H200 (48 steps) measured by vitbench, torch 2.11 "
+        "fitted_on": f"H100 80GB HBM3 ({sum(m.card == 'h100' for m in measured)} steps) and H200 "
+                     f"({sum(m.card == 'h200' for m in measured)} steps) measured by vitbench, torch 2.11 "
                      "(benchmarks/gpu/fit_datacenter.py); efficiencies relative to each card's sustained rates",
     }
     data["hosts"] = {
@@ -232,8 +237,8 @@ def plot(path: Path, measured, signed, lomo) -> None:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, 2, figsize=(11, 5))
-    for ax, pairs, title in ((axes[0], list(zip(measured, signed)), "in sample (127 steps)"),
-                             (axes[1], lomo, "leave one model out (H100, 31 steps)")):
+    for ax, pairs, title in ((axes[0], list(zip(measured, signed)), f"in sample ({len(measured)} steps)"),
+                             (axes[1], lomo, f"leave one model out (H100, {len(lomo)} steps)")):
         for card, marker in (("h100", "o"), ("h200", "s")):
             xs = [m.measured_s * 1e3 for m, _ in pairs if m.card == card]
             ys = [m.measured_s * (1 + e) * 1e3 for m, e in pairs if m.card == card]
@@ -275,9 +280,11 @@ def write_report(path: Path, measured, signed, lomo, lines, why=None) -> None:
            "cannot follow. The device-bound ones are convolution networks: one convolution efficiency prices "
            "kernels that differ by 3x (ResNet-18's 3x3 training against ResNet-50's 1x1 inference).", "",
            *worst_rows, "",
-           "## Leave one model out (H100, predict-vs-profile)", "",
-           "| model | mode | batch | precision | predicted / measured |", "|---|---|---:|---|---:|",
-           *[f"| {m.model} | {m.mode} | {m.batch_size} | {m.precision} | {1 + e:.2f} |" for m, e in lomo], "",
+           "## Leave one model out (H100)", "",
+           "Every step of the model left out of the fit (the validation's median and p90 are those of the "
+           "predict-vs-profile steps).", "",
+           "| model | mode | batch | precision | measured by | predicted / measured |", "|---|---|---:|---|---|---:|",
+           *[f"| {m.model} | {m.mode} | {m.batch_size} | {m.precision} | {m.source} | {1 + e:.2f} |" for m, e in lomo], "",
            "## Every step, in sample", "", *rows, ""]
     path.write_text("\n".join(out), encoding="utf-8")
 

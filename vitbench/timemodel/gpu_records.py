@@ -1,6 +1,7 @@
 """Recorded GPU measurements, read back as the cost model's fitting observations: the step times
-``vitbench calibrate --device cuda`` and ``benchmarks/gpu/predict_vs_profile.py`` wrote on lent
-cards (``reports/h100/data/``, ``benchmarks/gpu/data/``). The data-centre fit
+``vitbench calibrate --device cuda``, ``benchmarks/gpu/predict_vs_profile.py``, ``vitbench
+profile`` (largest batches) and ``benchmarks/gpu/bare_loop.py`` (a hand-written training loop)
+wrote on lent cards (``reports/h100/data/``, ``benchmarks/gpu/data/``). The data-centre fit
 (``benchmarks/gpu/fit_datacenter.py``) and the tests replay them through the fitting code
 without a GPU: each configuration is traced on fake CUDA tensors and priced on the card it was
 measured on.
@@ -26,6 +27,8 @@ from vitbench.timemodel.trace_cache import cached_traces
 RECORDED: tuple[tuple[str, str, str, str], ...] = (
     ("h100-vm", "h100", "calibration", "reports/h100/data/gpu_calibration.json"),
     ("h100-vm", "h100", "predict_vs_profile", "reports/h100/data/predict_vs_profile.csv"),
+    ("h100-vm", "h100", "profile", "reports/h100/data/profile_auto.csv"),
+    ("h100-vm", "h100", "bare_loop", "reports/h100/data/bare_loop.json"),
     ("h200-vm", "h200", "calibration", "benchmarks/gpu/data/h200_calibration.json"),
 )
 
@@ -47,15 +50,25 @@ class Measured:
 
 
 def read_file(path: str | Path, machine: str, card: str, source: str) -> list[Measured]:
-    """The ok measurements of a GPU calibration (JSON) or a predict-vs-profile CSV."""
+    """The ok measurements of one recorded file, by its kind (``source``): a GPU calibration
+    (JSON ``observations``), a predict-vs-profile CSV (``measured_s``), a ``vitbench profile`` CSV
+    (the median step, ``latency_p50_s``) or bare_loop.py's JSON (``cases``, bf16 autocast and
+    AdamW, the bare loop's median step)."""
     path = Path(path)
+    if source == "bare_loop":
+        cases = json.loads(path.read_text(encoding="utf-8"))["cases"]
+        return [Measured(machine, card, source, str(c["model"]), str(c["mode"]), int(c["batch"]), str(c["precision"]),
+                         float(c["bare_median_s"])) for c in cases]
     if path.suffix == ".json":
         rows: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["observations"]
     else:
         with path.open(encoding="utf-8", newline="") as handle:
-            rows = [row for row in csv.DictReader(handle) if has_result(row) and row.get("measured_s")]
+            rows = [row for row in csv.DictReader(handle) if has_result(row)]
+    column = "latency_p50_s" if source == "profile" else "measured_s"
     return [Measured(machine, card, source, str(r["model"]), str(r["mode"]), int(r["batch_size"]), str(r["precision"]),
-                     float(r["measured_s"])) for r in rows]
+                     float(r[column]), optimizer=str(r.get("optimizer") or "adamw"),
+                     channels_last=str(r.get("channels_last", "")).lower() == "true")
+            for r in rows if r.get(column) not in (None, "")]
 
 
 def recorded(root: str | Path | None = None) -> list[Measured]:
