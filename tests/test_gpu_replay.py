@@ -1,6 +1,6 @@
 """The GPU measurements recorded on lent cards, replayed through the fitting code without a GPU:
 the data-centre fit (benchmarks/gpu/fit_datacenter.py) and the calibration on a card
-(vitbench.timemodel.gpu_calibration.fit_on_card) read the H100's 48 + 31 + 8 and the H200's 48 steps."""
+(vitbench.timemodel.gpu_calibration.fit_on_card) read the H100's 48 + 31 + 5 and the H200's 48 steps."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ def test_the_recorded_measurements_are_all_read():
     for row in rows:
         counts[(row.machine, row.source)] = counts.get((row.machine, row.source), 0) + 1
     assert counts == {("h100-vm", "calibration"): 48, ("h100-vm", "predict_vs_profile"): 31,
-                      ("h100-vm", "profile"): 4, ("h100-vm", "bare_loop"): 4, ("h200-vm", "calibration"): 48}
+                      ("h100-vm", "profile"): 4, ("h200-vm", "calibration"): 48,
+                      ("h100-vm", "bare_loop"): 1}  # its other 3 steps re-measure predict-vs-profile ones
     assert all(row.measured_s > 0 and row.card in ("h100", "h200") for row in rows)
     assert {relative for *_, relative in RECORDED} <= {str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file()}
 
@@ -139,3 +140,78 @@ def test_a_measured_record_is_frozen_and_a_card_outside_the_catalogue_is_refused
         record.card = "h100"
     with pytest.raises(ValueError, match="^card 'h999' is not in the GPU catalogue$"):
         observations([record])
+
+
+def test_each_kind_of_recorded_file_is_read_as_it_is_written(tmp_path):
+    """A profile CSV's median step, its optimizer (empty for inference) and layout, a failed row
+    left out; bare_loop.json's ViT labelled as what it built (timm's); a configuration measured
+    again on the same machine (here the bare loop's ResNet-50) read from the first file only."""
+    from vitbench.timemodel.gpu_records import read_file
+
+    data = tmp_path / "reports" / "h100" / "data"
+    data.mkdir(parents=True)
+    (data / "gpu_calibration.json").write_text(json.dumps({"observations": [
+        {"model": "resnet18", "mode": "infer", "batch_size": 1, "precision": "bf16", "measured_s": 0.003}]}))
+    (data / "predict_vs_profile.csv").write_text(
+        "model,mode,batch_size,precision,status,measured_s\nresnet50,train,128,bf16,ok,0.06\n"
+        "vit-b/16,infer,64,bf16,error,\n")
+    (data / "profile_auto.csv").write_text(
+        "model,mode,batch_size,precision,channels_last,optimizer,status,latency_p50_s\n"
+        "vit-b/16,infer,1024,bf16,false,,ok,0.116\nresnet50,train,1024,bf16,true,sgd,ok,0.44\n"
+        "resnet50,infer,2048,bf16,false,,oom,\n")
+    (data / "bare_loop.json").write_text(json.dumps({"cases": [
+        {"model": "vit-b/16", "mode": "train", "batch": 128, "precision": "bf16", "bare_median_s": 0.0546},
+        {"model": "resnet50", "mode": "train", "batch": 128, "precision": "bf16", "bare_median_s": 0.0598}]}))
+    (tmp_path / "benchmarks" / "gpu" / "data").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "gpu" / "data" / "h200_calibration.json").write_text(json.dumps({"observations": [
+        {"model": "resnet18", "mode": "infer", "batch_size": 1, "precision": "bf16", "measured_s": 0.004}]}))
+
+    profile = read_file(data / "profile_auto.csv", "m", "h100", "profile")
+    assert [(p.model, p.mode, p.batch_size, p.measured_s, p.optimizer, p.channels_last) for p in profile] == [
+        ("vit-b/16", "infer", 1024, 0.116, "adamw", False), ("resnet50", "train", 1024, 0.44, "sgd", True)]
+    rows = recorded(tmp_path)
+    assert [(r.machine, r.source, r.model, r.mode, r.batch_size, r.measured_s) for r in rows] == [
+        ("h100-vm", "calibration", "resnet18", "infer", 1, 0.003),
+        ("h100-vm", "predict_vs_profile", "resnet50", "train", 128, 0.06),
+        ("h100-vm", "profile", "vit-b/16", "infer", 1024, 0.116),
+        ("h100-vm", "profile", "resnet50", "train", 1024, 0.44),
+        ("h100-vm", "bare_loop", "timm:vit_base_patch16_224", "train", 128, 0.0546),
+        ("h200-vm", "calibration", "resnet18", "infer", 1, 0.004)]
+
+
+def test_the_networks_recorded_under_two_names_are_one_network():
+    """SAME_NETWORK's pairs count the same parameters and MACs (vitbench's counter), so leaving one
+    name out of a fit and keeping the other would keep the network."""
+    import vitbench
+    from vitbench.timemodel.gpu_records import SAME_NETWORK
+
+    names = [name for pair in SAME_NETWORK.items() for name in pair]
+    counted = {row["model"]: (row["params"], row["macs"]) for row in vitbench.analyze(names)}
+    for alias, name in SAME_NETWORK.items():
+        assert counted[alias] == counted[name], (alias, name)
+    # torchvision's ViT_B_16 weights metadata: 86,567,656 parameters, 17.56 "GFLOPS" (MACs)
+    assert counted["vit-b/16"][0] == 86_567_656 and round(counted["vit-b/16"][1] / 1e9, 2) == 17.56
+
+
+def test_leaving_a_model_out_leaves_out_every_step_of_its_network(monkeypatch):
+    """leave_one_model_out refits without any step of the held-out network, under either name and
+    from any file, and judges all its non-calibration steps."""
+    from vitbench.timemodel.gpu_records import Measured, network
+
+    fit = _fit_script()
+    measured = [Measured("h100-vm", "h100", source, model, "infer", 64, "bf16", 0.01)
+                for source, model in (("calibration", "resnet18"), ("predict_vs_profile", "vit-b/16"),
+                                      ("predict_vs_profile", "timm:vit_base_patch16_224"), ("profile", "vit-b/16"),
+                                      ("bare_loop", "timm:vit_base_patch16_224"), ("predict_vs_profile", "resnet50"))]
+    fitted_on = []
+    monkeypatch.setattr(fit, "fit_hosts", lambda rest, params, candidates: ({}, 0, 0.3))
+    monkeypatch.setattr(fit, "fit_device", lambda rest, hosts, params, light: fitted_on.append(rest) or params)
+    monkeypatch.setattr(fit, "errors_of", lambda mine, hosts, params, light: [0.0] * len(mine))
+    judged = fit.leave_one_model_out(measured, None, 0.3)
+    assert [len(rest) for rest in fitted_on] == [5, 2]  # resnet50 held out, then the ViT-B/16 network
+    assert {m.model for m in fitted_on[1]} == {"resnet18", "resnet50"}
+    assert [(m.source, m.model) for m, _ in judged] == [
+        ("predict_vs_profile", "resnet50"), ("predict_vs_profile", "vit-b/16"),
+        ("predict_vs_profile", "timm:vit_base_patch16_224"), ("profile", "vit-b/16"),
+        ("bare_loop", "timm:vit_base_patch16_224")]
+    assert all(network(m.model) != "vit-b/16" for m in fitted_on[1])

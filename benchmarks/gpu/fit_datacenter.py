@@ -3,8 +3,9 @@ leave-one-model-out, and write them to ``vitbench/data/gpu_params.json`` (``gene
 ``hosts``, ``validation.datacenter``).
 
 The data (:data:`vitbench.timemodel.gpu_records.RECORDED`): an H100 80GB HBM3 (48 calibration
-configurations, 31 predict-vs-profile ones, and 8 device-bound steps of ViT-B/16 and ResNet-50 at
-batches 128-1024 from ``vitbench profile`` and a bare training loop; torch 2.11) and an H200 (48
+configurations, 31 predict-vs-profile ones, and 5 device-bound steps of ViT-B/16 and ResNet-50 at
+batches 128-1024 from ``vitbench profile`` and a bare training loop, whose other three steps
+re-measure predict-vs-profile ones and are read once; torch 2.11) and an H200 (48
 calibration configurations), each in a cloud virtual machine. Every card is priced at its measured sustained rates
 (:data:`vitbench.timemodel.gpus.SUSTAINED`), so the efficiencies fitted here are relative to
 what a card sustains and transfer to the other data-centre cards.
@@ -133,16 +134,19 @@ def errors_of(measured, hosts, params, light) -> list[float]:
 
 
 def leave_one_model_out(measured, params, light):
-    """Each model of the predict-vs-profile file predicted by a fit without any of its steps (its
-    profile and bare-loop steps left out too; the calibration suites' models are other ones): the
-    hosts refitted without them too (at the light share of the whole fit), then the device."""
-    judged = [m for m in measured if m.source != "calibration"]
+    """Each network of the predict-vs-profile file predicted by a fit without any of its steps
+    (under either of its names, :data:`~vitbench.timemodel.gpu_records.SAME_NETWORK`, and from
+    any file): the hosts refitted without them too (at the light share of the whole fit), then
+    the device, each refit started from the whole fit. Returns (measurement, signed error) for
+    every non-calibration step of each network left out."""
+    from vitbench.timemodel.gpu_records import network
+
     out = []
-    for model in sorted({m.model for m in measured if m.source == "predict_vs_profile"}):
-        rest = [m for m in measured if not (m.source != "calibration" and m.model == model)]
+    for held in sorted({network(m.model) for m in measured if m.source == "predict_vs_profile"}):
+        rest = [m for m in measured if network(m.model) != held]
         hosts = fit_hosts(rest, params, (light,))[0]
         refit = fit_device(rest, hosts, params, light)
-        mine = [m for m in judged if m.model == model]
+        mine = [m for m in measured if network(m.model) == held and m.source != "calibration"]
         out.extend(zip(mine, errors_of(mine, hosts, refit, light)))
     return out
 
@@ -166,7 +170,7 @@ def main() -> int:
         families.setdefault(family(m.model), []).append(abs(e))
     validation = {"all": band(lomo_abs), **{k: band(v) for k, v in sorted(families.items())},
                   "basis": "leave-one-model-out on the H100's 31 predict-vs-profile configurations (hosts and "
-                           "device refitted without any step of the model)",
+                           "device refitted without any step of the network, under either of its names)",
                   "cards": sorted({m.card for m in measured})}
     lines = ["hosts (s per operator, inference / training): "
              + ", ".join(f"{k} {v[0] * 1e6:.1f} / {v[1] * 1e6:.1f} us" for k, v in hosts.items()),
@@ -182,7 +186,7 @@ def main() -> int:
     lines.append(f"leave-one-model-out, H100 predict-vs-profile: {validation['all']}")
     for name, values in sorted(families.items()):
         lines.append(f"  {name}: {band(values)}")
-    lines.append("leave-one-model-out, H100 profile and bare-loop steps: "
+    lines.append("leave-one-model-out, H100 profile and bare-loop steps (batch 128-1024): "
                  f"{band([abs(e) for m, e in lomo if m.source != 'predict_vs_profile'])}")
     print("\n".join(lines))
     if args.report:
@@ -277,8 +281,9 @@ def write_report(path: Path, measured, signed, lomo, lines, why=None) -> None:
            "Most are small models whose step is the host's: the host's dispatch time per operator varies "
            "from model to model and run to run on these virtual machines (ViT-Ti/16 at batch 1 took 9.5 ms "
            "on the H100 machine, ViT-B/16 5.3 ms with the same operator count), which one time per operator "
-           "cannot follow. The device-bound ones are convolution networks: one convolution efficiency prices "
-           "kernels that differ by 3x (ResNet-18's 3x3 training against ResNet-50's 1x1 inference).", "",
+           "cannot follow. Of the device-bound ones, the convolution networks are priced by one convolution "
+           "efficiency for kernels that differ by 3x (ResNet-18's 3x3 training against ResNet-50's 1x1 "
+           "inference); ViT-Ti/16's float32 training is the other.", "",
            *worst_rows, "",
            "## Leave one model out (H100)", "",
            "Every step of the model left out of the fit (the validation's median and p90 are those of the "

@@ -33,6 +33,21 @@ RECORDED: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
+#: bare_loop.py's model labels -> what it built (timm's ViT-B/16; torchvision's ResNet-50 is
+#: vitbench's ``resnet50``)
+BARE_LOOP_MODELS = {"vit-b/16": "timm:vit_base_patch16_224"}
+
+#: models recorded under two names that are one network (the same layers and shapes: equal
+#: parameters and MACs, tests/test_gpu_replay.py), keyed to one of the names: a model left out of
+#: a fit is left out under both, and a step measured twice is read once
+SAME_NETWORK = {"timm:vit_base_patch16_224": "vit-b/16", "timm:resnet50": "resnet50"}
+
+
+def network(model: str) -> str:
+    """The one name of the network ``model`` names (:data:`SAME_NETWORK`)."""
+    return SAME_NETWORK.get(model, model)
+
+
 @dataclass(frozen=True)
 class Measured:
     """One measured configuration: a step of ``model`` on ``card`` of ``machine``."""
@@ -57,8 +72,8 @@ def read_file(path: str | Path, machine: str, card: str, source: str) -> list[Me
     path = Path(path)
     if source == "bare_loop":
         cases = json.loads(path.read_text(encoding="utf-8"))["cases"]
-        return [Measured(machine, card, source, str(c["model"]), str(c["mode"]), int(c["batch"]), str(c["precision"]),
-                         float(c["bare_median_s"])) for c in cases]
+        return [Measured(machine, card, source, BARE_LOOP_MODELS.get(str(c["model"]), str(c["model"])), str(c["mode"]),
+                         int(c["batch"]), str(c["precision"]), float(c["bare_median_s"])) for c in cases]
     if path.suffix == ".json":
         rows: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["observations"]
     else:
@@ -72,11 +87,19 @@ def read_file(path: str | Path, machine: str, card: str, source: str) -> list[Me
 
 
 def recorded(root: str | Path | None = None) -> list[Measured]:
-    """Every measurement of :data:`RECORDED`, in file order."""
+    """Every measurement of :data:`RECORDED`, in file order; a configuration a file measures again
+    on the same machine (the same network, mode, batch, precision, optimizer and layout: the bare
+    loop re-measures three predict-vs-profile steps) is read from the first file only, so that no
+    step weighs twice in a fit."""
     base = Path(root) if root is not None else Path(__file__).resolve().parents[2]
     out: list[Measured] = []
+    seen: set[tuple] = set()
     for machine, card, source, relative in RECORDED:
-        out.extend(read_file(base / relative, machine, card, source))
+        for m in read_file(base / relative, machine, card, source):
+            key = (m.machine, network(m.model), m.mode, m.batch_size, m.precision, m.optimizer, m.channels_last)
+            if key not in seen:
+                seen.add(key)
+                out.append(m)
     return out
 
 
@@ -105,4 +128,4 @@ def observations(measured: Sequence[Measured], hosts: dict[str, tuple[float, flo
     return out
 
 
-__all__ = ["RECORDED", "Measured", "observations", "read_file", "recorded"]
+__all__ = ["BARE_LOOP_MODELS", "RECORDED", "SAME_NETWORK", "Measured", "network", "observations", "read_file", "recorded"]

@@ -322,4 +322,4 @@ def cached_traces(target: Any, batches: tuple[int, ...], mode: str, precision: s
 
 
 __all__ = ["FORMAT", "MAX_COUNT", "StaleEntry", "cache_key", "cached_trace", "cached_traces", "checksum", "entry_path",
-           "library_versions", "load_entry", "read", "refusals", "stored", "trace_dir", "write"]
+           "library_versions", "load_entry", "read", "refusals", "store_entry", "stored", "trace_dir", "write"]

@@ -172,8 +172,8 @@ def memory_estimate(
     - Kernel choice as ATen's ``use_mkldnn`` with more than one thread: fp32 convolutions use
       oneDNN (input reorder skipped for <= 4 channels) except B = 1 with k <= 3 and
       C H W <= 20480 (im2col); 16-bit convolutions use im2col, as on CPUs without native
-      bf16 (AVX2); with AVX-512-BF16/AMX oneDNN runs them, and 16-bit matmuls, with scratchpads
-      of its own (0.4-1.2% of a small ViT's bf16 training peak; none with ONEDNN_MAX_CPU_ISA=AVX2).
+      bf16 (AVX2); on any CPU with AVX-512 oneDNN runs them, and 16-bit matmuls, with scratchpads
+      of its own (0.2-1.2% of a small ViT's bf16 training peak; none with ONEDNN_MAX_CPU_ISA=AVX2).
     - The CPU flash-attention kernel's per-thread workspace and BatchNorm's per-channel
       temporaries are ignored; allocator rounding and the interpreter are not modelled.
     - Dropout (p > 0) saves CPU dropout's noise in the activation dtype; CUDA saves a 1-byte
