@@ -179,6 +179,18 @@ def test_each_kind_of_recorded_file_is_read_as_it_is_written(tmp_path):
         ("h200-vm", "calibration", "resnet18", "infer", 1, 0.004)]
 
 
+@pytest.mark.parametrize("column, value", [("compile", "true"), ("attention", "math")])
+def test_a_recorded_step_the_trace_would_not_reproduce_is_refused(tmp_path, column, value):
+    from vitbench.timemodel.gpu_records import read_file
+
+    path = tmp_path / "profile.csv"
+    row = {"model": "vit-b/16", "mode": "infer", "batch_size": "64", "precision": "bf16", "status": "ok",
+           "latency_p50_s": "0.01", "compile": "false", "attention": "sdpa", column: value}
+    path.write_text(",".join(row) + "\n" + ",".join(row.values()) + "\n")
+    with pytest.raises(ValueError, match=f"vit-b/16 infer batch 64 was measured with .*{column}={value}"):
+        read_file(path, "m", "h100", "profile")
+
+
 def test_the_networks_recorded_under_two_names_are_one_network():
     """SAME_NETWORK's pairs count the same parameters and MACs (vitbench's counter), so leaving one
     name out of a fit and keeping the other would keep the network."""

@@ -80,6 +80,11 @@ def read_file(path: str | Path, machine: str, card: str, source: str) -> list[Me
         with path.open(encoding="utf-8", newline="") as handle:
             rows = [row for row in csv.DictReader(handle) if has_result(row)]
     column = "latency_p50_s" if source == "profile" else "measured_s"
+    for r in rows:  # a step the trace would not reproduce must not be fitted as if it did
+        if str(r.get("compile", "")).lower() == "true" or r.get("attention") not in (None, "", "sdpa"):
+            raise ValueError(f"{path}: {r['model']} {r['mode']} batch {r['batch_size']} was measured with "
+                             f"compile={r.get('compile')} attention={r.get('attention')}; the fit traces eager "
+                             "PyTorch with each model's own attention")
     return [Measured(machine, card, source, str(r["model"]), str(r["mode"]), int(r["batch_size"]), str(r["precision"]),
                      float(r[column]), optimizer=str(r.get("optimizer") or "adamw"),
                      channels_last=str(r.get("channels_last", "")).lower() == "true")
