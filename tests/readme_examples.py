@@ -7,6 +7,9 @@ Every fenced ``bash`` and ``python`` block of README.md, then of each page docs/
     <!-- readme: skip REASON -->      not run (REASON says why: a cluster, an install, a server)
     <!-- readme: file NAME -->        not run: its text is written to NAME for later examples
     <!-- readme: exit N -->           runs, and must exit with N (a gate that fails on purpose)
+    <!-- readme: timing REASON -->    runs a timing gate on this shared machine: must exit 0, or 1
+                                      only where the gate itself reports a side unstable between
+                                      runs (other work used the machine: then the times differ)
 
 Blocks in other languages (yaml, text, plain fences) are documentation, not examples, unless a
 ``file`` marker names them.
@@ -25,7 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS_INDEX = ROOT / "docs" / "README.md"
 RUNNABLE = ("bash", "python")
-_MARKER = re.compile(r"^\s*<!--\s*readme:\s*(skip|file|exit)\s*(.*?)\s*-->\s*$")
+_MARKER = re.compile(r"^\s*<!--\s*readme:\s*(skip|file|exit|timing)\s*(.*?)\s*-->\s*$")
+#: what ``vitbench compare`` prints of a side whose runs varied (gate/verdicts: the stability warning)
+UNSTABLE = "unstable between runs"
 _FENCE = re.compile(r"^(\s*)```(\w*)\s*$")  # fences inside list items are indented
 
 
@@ -36,8 +41,9 @@ class Example:
     language: str
     code: str
     action: str  # run | skip | file
-    argument: str = ""  # skip reason, file name
+    argument: str = ""  # skip reason, file name, why a timing gate may fail
     exit_code: int = 0
+    timing: bool = False  # a timing gate: 1 is allowed where it reports its runs unstable
 
     @property
     def label(self) -> str:
@@ -47,7 +53,8 @@ class Example:
 
     @property
     def where(self) -> str:
-        return f"{self.path.relative_to(ROOT)} line {self.line}"
+        shown = self.path.relative_to(ROOT) if self.path.is_relative_to(ROOT) else self.path
+        return f"{shown} line {self.line}"
 
 
 def pages() -> list[Path]:
@@ -111,6 +118,8 @@ def run_example(example: Example, scratch: Path) -> None:
     else:
         argv = [sys.executable, "-c", example.code]
     proc = subprocess.run(argv, cwd=scratch, env=_environment(), capture_output=True, text=True, timeout=TIMEOUT_S)
+    if example.timing and proc.returncode == 1 and UNSTABLE in proc.stdout:
+        return  # the gate said why its verdict may be the machine's, as it tells a user
     assert proc.returncode == example.exit_code, (
         f"{example.where} exited {proc.returncode} (expected {example.exit_code}):\n"
         f"--- stdout ---\n{proc.stdout[-3000:]}\n--- stderr ---\n{proc.stderr[-3000:]}"
@@ -133,14 +142,16 @@ def examples(path: Path = README) -> list[Example]:
             j += 1
         code = "\n".join(line[len(indent):] if line.startswith(indent) else line for line in lines[i + 1:j]) + "\n"
         marker = _MARKER.match(lines[start - 1]) if start > 0 else None
-        action, argument, exit_code = "run", "", 0
+        action, argument, exit_code, timing = "run", "", 0, False
         if marker:
             kind, argument = marker.groups()
             if kind == "exit":
                 exit_code = int(argument)
+            elif kind == "timing":
+                timing = True
             else:
                 action = kind
         if action == "file" or language in RUNNABLE:
-            out.append(Example(path, start + 1, language, code, action, argument, exit_code))
+            out.append(Example(path, start + 1, language, code, action, argument, exit_code, timing))
         i = j + 1
     return out

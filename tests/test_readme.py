@@ -63,3 +63,20 @@ def test_the_pages_run_apart_write_no_file_the_others_read():
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.label for e in EXAMPLES])
 def test_readme_example_runs_verbatim(example, scratch):
     run_example(example, scratch)
+
+
+def test_a_timing_gate_may_fail_only_where_it_reports_its_runs_unstable(tmp_path):
+    """``<!-- readme: timing ... -->``: exit 0 passes, exit 1 passes only with the gate's own
+    stability warning in its output; an unmarked example must exit 0."""
+    from readme_examples import UNSTABLE, examples
+
+    page = tmp_path / "page.md"
+    page.write_text(f"<!-- readme: timing shared machine -->\n```bash\necho '{UNSTABLE}'; exit 1\n```\n\n"
+                    "<!-- readme: timing shared machine -->\n```bash\necho 'REGRESSION'; exit 1\n```\n\n"
+                    f"```bash\necho '{UNSTABLE}'; exit 1\n```\n", encoding="utf-8")
+    noisy, unexplained, unmarked = examples(page)
+    assert (noisy.timing, unexplained.timing, unmarked.timing) == (True, True, False)
+    run_example(noisy, tmp_path)
+    for example in (unexplained, unmarked):
+        with pytest.raises(AssertionError, match="exited 1 .expected 0."):
+            run_example(example, tmp_path)
