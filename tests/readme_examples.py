@@ -29,7 +29,7 @@ README = ROOT / "README.md"
 DOCS_INDEX = ROOT / "docs" / "README.md"
 RUNNABLE = ("bash", "python")
 _MARKER = re.compile(r"^\s*<!--\s*readme:\s*(skip|file|exit|timing)\s*(.*?)\s*-->\s*$")
-#: what ``vitbench compare`` prints of a side whose runs varied (gate/verdicts: the stability warning)
+#: what ``vitbench compare`` prints of a side whose runs varied (the warning of vitbench/measure/stability.py)
 UNSTABLE = "unstable between runs"
 _FENCE = re.compile(r"^(\s*)```(\w*)\s*$")  # fences inside list items are indented
 

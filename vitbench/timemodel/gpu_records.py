@@ -10,12 +10,13 @@ measured on.
 from __future__ import annotations
 
 import csv
-import json
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vitbench.input_files import MAX_CALIBRATION_BYTES, load_json, read_input_text
 from vitbench.models.references import resolve
 from vitbench.row_status import has_result
 from vitbench.timemodel.gpu_fit import Observation
@@ -70,15 +71,15 @@ def read_file(path: str | Path, machine: str, card: str, source: str) -> list[Me
     (the median step, ``latency_p50_s``) or bare_loop.py's JSON (``cases``, bf16 autocast and
     AdamW, the bare loop's median step)."""
     path = Path(path)
+    text = read_input_text(path, str(path), max_bytes=MAX_CALIBRATION_BYTES)
     if source == "bare_loop":
-        cases = json.loads(path.read_text(encoding="utf-8"))["cases"]
+        cases = load_json(text, str(path))["cases"]
         return [Measured(machine, card, source, BARE_LOOP_MODELS.get(str(c["model"]), str(c["model"])), str(c["mode"]),
                          int(c["batch"]), str(c["precision"]), float(c["bare_median_s"])) for c in cases]
     if path.suffix == ".json":
-        rows: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["observations"]
+        rows: list[dict[str, Any]] = load_json(text, str(path))["observations"]
     else:
-        with path.open(encoding="utf-8", newline="") as handle:
-            rows = [row for row in csv.DictReader(handle) if has_result(row)]
+        rows = [row for row in csv.DictReader(io.StringIO(text, newline="")) if has_result(row)]
     column = "latency_p50_s" if source == "profile" else "measured_s"
     for r in rows:  # a step the trace would not reproduce must not be fitted as if it did
         if str(r.get("compile", "")).lower() == "true" or r.get("attention") not in (None, "", "sdpa"):
