@@ -126,8 +126,8 @@ def test_calibrate_cuda_without_a_gpu_is_one_line():
 def test_suite_is_mostly_device_bound_with_a_few_host_bound_steps():
     """The device's parameters can only be identified from steps its kernels set: most of the
     suite is large models at batches that fill a data-centre card (64 and up), a few batch-1
-    steps give the host's dispatch; every kind of work is there, and the held-out quarter
-    (every HOLD_OUT-th) holds both kinds."""
+    steps give the host's dispatch; every kind of work is there, and each fold of the
+    cross-validation (every HOLD_OUT-th) holds both kinds."""
     from vitbench.timemodel.gpu_calibration import HOLD_OUT
 
     assert {mode for _, mode, _, _ in SUITE} == {"infer", "train"}
@@ -136,14 +136,15 @@ def test_suite_is_mostly_device_bound_with_a_few_host_bound_steps():
     small = [c for c in SUITE if c[2] == 1]
     assert len(large) >= 3 * len(small) and len(small) >= 4
     assert {"vit-b/16", "vit-l/16", "resnet50", "resnet101", "timm:convnext_tiny"} <= {m for m, *_ in large}
-    held = [c for i, c in enumerate(SUITE) if i % HOLD_OUT == HOLD_OUT - 1]
-    assert any(c[2] >= 64 for c in held) and any(c[2] == 1 for c in held)
+    for fold in range(HOLD_OUT):
+        held = [c for i, c in enumerate(SUITE) if i % HOLD_OUT == fold]
+        assert any(c[2] >= 64 for c in held) and any(c[2] == 1 for c in held), fold
     assert all(batch & (batch - 1) == 0 for _, _, batch, _ in SUITE)  # powers of two, as people run them
 
 
 def test_a_fit_needs_twice_the_held_out_stride_of_configurations():
-    """Every 4th configuration is held out to judge the fit: fewer than 8 leave too few to fit and
-    to judge; refused before anything is fitted."""
+    """The configurations are split into 4 folds, each predicted by a fit of the others: fewer
+    than 8 leave too few to fit and to judge; refused before anything is fitted."""
     from vitbench.timemodel.gpu_calibration import fit_on_card
 
     with pytest.raises(CalibrationError, match=r"^only 7 configurations measured; at least 8 are needed"):
@@ -346,7 +347,7 @@ def test_a_calibration_fits_the_configurations_measured_and_reports_those_that_f
 
     def fit_on_card(observations, start):
         fitted_on.extend(observations)
-        return CardFit(start.params, [0.0021, 0.0039], [False, True], 0.05, 0.05, 0.3, 0.025, 0.025, 0.2, 0)
+        return CardFit(start.params, [0.0021, 0.0039], [0.0022, 0.0037], 3.0, 0.05, 0.05, 0.3, 0.075, 0.075, 0.3, 0)
 
     monkeypatch.setattr(gpu_calibration, "fit_on_card", fit_on_card)
     said = []
@@ -354,7 +355,10 @@ def test_a_calibration_fits_the_configurations_measured_and_reports_those_that_f
     calibration = calibrate_gpu(suite, on_progress=said.append)
     assert fitted_on == [("a", 0.002), ("d", 0.004)]
     assert [o["model"] for o in calibration.observations] == ["a", "d"]
-    assert [o["held_out"] for o in calibration.observations] == [False, True]
+    # each configuration's step as the saved fit prices it and as a fit that did not see it did
+    assert [(o["fitted_s"], o["held_out_s"], o["held_out"]) for o in calibration.observations] == [
+        (0.0021, 0.0022, True), (0.0039, 0.0037, True)]
+    assert (calibration.prior_weight, calibration.holdout_error_median, calibration.prior_holdout_error_median) == (3.0, 0.075, 0.3)
     assert calibration.device == "h100" and calibration.device_name == "NVIDIA H100 80GB HBM3"
     assert said == ["[1/4] a infer batch 8 bf16: 2.000 ms", "[2/4] b infer 8 bf16: skipped (error: OOM)",
                     "[3/4] c infer 8 bf16: skipped (no time measured)", "[4/4] d infer batch 8 bf16: 4.000 ms"]
