@@ -362,3 +362,74 @@ def test_a_calibration_fits_the_configurations_measured_and_reports_those_that_f
     assert calibration.device == "h100" and calibration.device_name == "NVIDIA H100 80GB HBM3"
     assert said == ["[1/4] a infer batch 8 bf16: 2.000 ms", "[2/4] b infer 8 bf16: skipped (error: OOM)",
                     "[3/4] c infer 8 bf16: skipped (no time measured)", "[4/4] d infer batch 8 bf16: 4.000 ms"]
+
+
+def test_a_refused_fit_keeps_what_was_measured(monkeypatch):
+    """Minutes of GPU time are not lost with a refused fit: calibrate_gpu raises
+    CalibrationRefused holding every configuration measured (not those that failed)."""
+    import torch
+
+    from vitbench.timemodel import gpu_calibration
+    from vitbench.timemodel.gpu_calibration import CalibrationRefused, calibrate_gpu
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *args: "NVIDIA H200")
+    times = {"a": {"status": "ok", "latency_p50_s": 0.002}, "b": {"status": "error", "error": "OOM"}}
+    monkeypatch.setattr(gpu_calibration, "measure_step", lambda model, *args: times[model])
+    monkeypatch.setattr(gpu_calibration, "observation", lambda *args: args)
+
+    def refuse(observations, start):
+        raise CalibrationError("the fit predicts its 1 configurations ... no better than the published parameters")
+
+    monkeypatch.setattr(gpu_calibration, "fit_on_card", refuse)
+    with pytest.raises(CalibrationRefused, match="^the fit predicts its 1 configurations") as caught:
+        calibrate_gpu([("a", "train", 64, "tf32"), ("b", "infer", 8, "bf16")])
+    assert (caught.value.device, caught.value.device_name, caught.value.torch_version) == ("h200", "NVIDIA H200", torch.__version__)
+    assert caught.value.measured == [dict(model="a", mode="train", batch_size=64, precision="tf32", measured_s=0.002)]
+
+
+@pytest.mark.parametrize("cache", ["writable", "a file"])
+def test_calibrate_cuda_refused_is_one_line_naming_the_kept_step_times(monkeypatch, capsys, tmp_path, cache):
+    """`vitbench calibrate --device cuda` whose fit is refused: exit 2, one line with the reason and
+    the file holding the measured step times (beside the card's cache entry; in the temporary
+    folder when the cache cannot be written), which the recorded-measurement reader reads back."""
+    import re
+    import tempfile
+
+    import torch
+
+    from vitbench.cli import main
+    from vitbench.timemodel import gpu_calibration
+    from vitbench.timemodel.gpu_calibration import MEASUREMENTS_KIND, CalibrationRefused, measurements_path
+    from vitbench.timemodel.gpu_records import read_file
+
+    root = tmp_path / "cache"
+    if cache == "a file":
+        root.write_text("not a folder")
+    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(root))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    measured = [dict(model="vit-b/16", mode="infer", batch_size=256, precision="bf16", measured_s=0.03),
+                dict(model="resnet50", mode="train", batch_size=128, precision="tf32", measured_s=0.06)]
+
+    def refused(**kwargs):
+        raise CalibrationRefused("the fit predicts its 2 configurations no better", "h100", "NVIDIA H100 80GB HBM3",
+                                 "2.15.0", measured)
+
+    monkeypatch.setattr(gpu_calibration, "calibrate_gpu", refused)
+    assert main(["calibrate", "--device", "cuda", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    kept = re.fullmatch(r"vitbench: error: the fit predicts its 2 configurations no better; its 2 measured step times "
+                        r"are kept in '(.+)'\n", err)
+    assert kept, err
+    path = Path(kept.group(1))
+    if cache == "writable":
+        assert path == measurements_path("NVIDIA H100 80GB HBM3", "2.15.0") and path.parent == root / "calibrations"
+    else:
+        assert path.parent == tmp_path and path.name.startswith("vitbench-gpu-measurements-")
+    document = json.loads(path.read_text())
+    assert document["kind"] == MEASUREMENTS_KIND and document["refused"] == "the fit predicts its 2 configurations no better"
+    rows = read_file(path, "my-vm", "h100", "calibration")
+    assert [(r.model, r.mode, r.batch_size, r.precision, r.measured_s) for r in rows] == [
+        ("vit-b/16", "infer", 256, "bf16", 0.03), ("resnet50", "train", 128, "tf32", 0.06)]

@@ -157,7 +157,7 @@ def _size(path: Path | None) -> int | None:
 
 
 def _run_cuda(args) -> int:
-    from vitbench.timemodel.gpu_calibration import SUITE, calibrate_gpu, save, summary
+    from vitbench.timemodel.gpu_calibration import SUITE, CalibrationRefused, calibrate_gpu, save, summary
 
     if args.threads is not None or args.precision != ["fp32"]:
         from vitbench.errors import SpecError
@@ -173,6 +173,28 @@ def _run_cuda(args) -> int:
         raise SpecError("device", "cuda", "no CUDA device here: a GPU calibration is measured on the GPU")
     if not args.quiet:
         print(f"vitbench: calibrating this GPU on {len(SUITE)} configurations (a few minutes)", file=sys.stderr, flush=True)
-    calibration = calibrate_gpu(on_progress=None if args.quiet else
-                                lambda line: print(f"vitbench: calibrate: {line}", file=sys.stderr, flush=True))
+    try:
+        calibration = calibrate_gpu(on_progress=None if args.quiet else
+                                    lambda line: print(f"vitbench: calibrate: {line}", file=sys.stderr, flush=True))
+    except CalibrationRefused as refused:
+        raise CalibrationRefused(f"{refused}; {_keep_measurements(refused)}", refused.device, refused.device_name,
+                                 refused.torch_version, refused.measured) from None
     return _save_and_emit(args, calibration, save, summary)
+
+
+def _keep_measurements(refused) -> str:
+    """Where a refused GPU calibration's step times were kept (beside the cache entry, else a new
+    file in the temporary folder), as the end of its one line."""
+    from vitbench.errors import OutputFileError
+    from vitbench.timemodel.gpu_calibration import save_measurements
+
+    try:
+        path = save_measurements(refused)
+    except (OSError, OutputFileError):
+        try:
+            fd, name = tempfile.mkstemp(prefix="vitbench-gpu-measurements-", suffix=".json")
+            os.close(fd)
+            path = save_measurements(refused, name)
+        except (OSError, OutputFileError):
+            return f"its {len(refused.measured)} measured step times could not be written anywhere"
+    return f"its {len(refused.measured)} measured step times are kept in {str(path)!r}"

@@ -84,6 +84,38 @@ class NotAGpuCalibration(CalibrationError):
     """A readable file that is not a GPU calibration (a CPU one, another JSON)."""
 
 
+#: the ``kind`` of a refused calibration's measurements (:func:`save_measurements`)
+MEASUREMENTS_KIND = "vitbench-gpu-measurements"
+
+
+class CalibrationRefused(CalibrationError):
+    """A measured suite whose fit :func:`fit_on_card` refused: the reason, and what was measured
+    (``measured``: model, mode, batch_size, precision, measured_s of each configuration), so that
+    minutes of GPU time are not lost with the fit (:func:`save_measurements`)."""
+
+    def __init__(self, reason: str, device: str, device_name: str, torch_version: str, measured: list[dict[str, Any]]):
+        super().__init__(reason)
+        self.device, self.device_name, self.torch_version, self.measured = device, device_name, torch_version, measured
+
+
+def measurements_path(device_name: str, torch_version: str) -> Path:
+    """Where a refused calibration's measurements go: beside the card's cache entry."""
+    return cache_path(device_name, torch_version).with_suffix(".refused.json")
+
+
+def save_measurements(refused: CalibrationRefused, path: str | os.PathLike | None = None) -> Path:
+    """Write ``refused``'s measured step times atomically as JSON to ``path`` (default
+    :func:`measurements_path`): ``observations`` as a calibration file holds them, so that
+    :func:`vitbench.timemodel.gpu_records.read_file` reads them back (kind ``calibration``), with
+    the card, the torch release and the reason. Returns the path written."""
+    target = Path(path) if path else measurements_path(refused.device_name, refused.torch_version)
+    document = {"kind": MEASUREMENTS_KIND, "device": refused.device, "device_name": refused.device_name,
+                "torch": refused.torch_version, "vitbench": __version__, "refused": str(refused),
+                "observations": refused.measured}
+    atomic_write_text(target, json.dumps(document, indent=1, sort_keys=True) + "\n")
+    return target
+
+
 #: parameters a calibration made before they existed leaves out: each is 0, which prices as that
 #: calibration did (gpu_model.GenerationParams: "0: ...")
 ADDED_LATER = frozenset(("conv_backward_eff", "grouped_wgrad_eff", "grouped_channels_half", "layout_passes",
@@ -240,7 +272,8 @@ def observation(model: str, mode: str, batch: int, precision: str, measured_s: f
 
 def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_time_s: float = 0.3,
                   on_progress: Callable[[str], None] | None = None) -> GpuCalibration:
-    """Measure ``suite`` on this machine's CUDA device, fit the cost model's parameters to it."""
+    """Measure ``suite`` on this machine's CUDA device, fit the cost model's parameters to it.
+    A fit that is refused raises :class:`CalibrationRefused`, which holds what was measured."""
     import torch
 
     if not torch.cuda.is_available():
@@ -263,7 +296,11 @@ def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_ti
         kept.append((model, mode, batch, precision, row["latency_p50_s"]))
         if on_progress:
             on_progress(f"[{index + 1}/{len(suite)}] {model} {mode} batch {batch} {precision}: {row['latency_p50_s'] * 1e3:.3f} ms")
-    fitted = fit_on_card(observations, start)
+    try:
+        fitted = fit_on_card(observations, start)
+    except CalibrationError as refused:
+        measured = [dict(model=m, mode=mo, batch_size=b, precision=p, measured_s=t) for m, mo, b, p, t in kept]
+        raise CalibrationRefused(str(refused), spec.key, name, torch.__version__, measured) from None
     return GpuCalibration(
         device=spec.key, device_name=name, torch=torch.__version__, vitbench=__version__, params=asdict(fitted.params),
         start_from=start.params_from,
@@ -389,8 +426,10 @@ def summary(calibration: GpuCalibration) -> dict[str, Any]:
 __all__ = [
     "FORMAT",
     "HOLD_OUT",
+    "MEASUREMENTS_KIND",
     "PRIOR_WEIGHTS",
     "SUITE",
+    "CalibrationRefused",
     "CardFit",
     "GpuCalibration",
     "NotAGpuCalibration",
@@ -400,8 +439,10 @@ __all__ = [
     "held_out_steps",
     "load",
     "measure_step",
+    "measurements_path",
     "observation",
     "relative_errors",
     "save",
+    "save_measurements",
     "summary",
 ]
