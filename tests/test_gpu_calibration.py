@@ -347,7 +347,7 @@ def test_a_calibration_fits_the_configurations_measured_and_reports_those_that_f
 
     def fit_on_card(observations, start):
         fitted_on.extend(observations)
-        return CardFit(start.params, [0.0021, 0.0039], [0.0022, 0.0037], 3.0, 0.05, 0.05, 0.3, 0.075, 0.075, 0.3, 0)
+        return CardFit(start.params, [0.0021, 0.0039], [0.0022, 0.0037], 3.0, 0.05, 0.06, 0.3, 0.075, 0.08, 0.31, 0)
 
     monkeypatch.setattr(gpu_calibration, "fit_on_card", fit_on_card)
     said = []
@@ -358,7 +358,9 @@ def test_a_calibration_fits_the_configurations_measured_and_reports_those_that_f
     # each configuration's step as the saved fit prices it and as a fit that did not see it did
     assert [(o["fitted_s"], o["held_out_s"], o["held_out"]) for o in calibration.observations] == [
         (0.0021, 0.0022, True), (0.0039, 0.0037, True)]
-    assert (calibration.prior_weight, calibration.holdout_error_median, calibration.prior_holdout_error_median) == (3.0, 0.075, 0.3)
+    assert (calibration.prior_weight, calibration.fit_error_median, calibration.fit_error_p90, calibration.start_error_median,
+            calibration.holdout_error_median, calibration.holdout_error_p90, calibration.prior_holdout_error_median) == (
+        3.0, 0.05, 0.06, 0.3, 0.075, 0.08, 0.31)
     assert calibration.device == "h100" and calibration.device_name == "NVIDIA H100 80GB HBM3"
     assert said == ["[1/4] a infer batch 8 bf16: 2.000 ms", "[2/4] b infer 8 bf16: skipped (error: OOM)",
                     "[3/4] c infer 8 bf16: skipped (no time measured)", "[4/4] d infer batch 8 bf16: 4.000 ms"]
@@ -400,7 +402,7 @@ def test_calibrate_cuda_refused_is_one_line_naming_the_kept_step_times(monkeypat
 
     from vitbench.cli import main
     from vitbench.timemodel import gpu_calibration
-    from vitbench.timemodel.gpu_calibration import MEASUREMENTS_KIND, CalibrationRefused, measurements_path
+    from vitbench.timemodel.gpu_calibration import MEASUREMENTS_KIND, CalibrationRefused
     from vitbench.timemodel.gpu_records import read_file
 
     root = tmp_path / "cache"
@@ -425,7 +427,8 @@ def test_calibrate_cuda_refused_is_one_line_naming_the_kept_step_times(monkeypat
     assert kept, err
     path = Path(kept.group(1))
     if cache == "writable":
-        assert path == measurements_path("NVIDIA H100 80GB HBM3", "2.15.0") and path.parent == root / "calibrations"
+        assert path.parent == root / "calibrations"
+        assert re.fullmatch(r"cuda-NVIDIA-H100-80GB-HBM3-torch2\.15\.0\.refused-\d{8}T\d{6}\.json", path.name)
     else:
         assert path.parent == tmp_path and path.name.startswith("vitbench-gpu-measurements-")
     document = json.loads(path.read_text())

@@ -143,21 +143,35 @@ def test_every_configuration_is_judged_by_a_fit_that_did_not_see_it(monkeypatch)
 
     from vitbench.timemodel import gpu_calibration
     from vitbench.timemodel.gpu_calibration import HOLD_OUT, PRIOR_WEIGHTS, fit_on_card
+    from vitbench.timemodel.gpu_fit import Stacked
     from vitbench.timemodel.gpu_records import observations
 
     prior = _prior_without("h100-vm", "h100")
     steps = observations([m for m in recorded(ROOT) if m.machine == "h100-vm" and m.source == "calibration"][:12])
     seen = []
 
+    def slower(start, seen_indices):
+        # slower kernels (the prior prices these steps too fast: better, so kept), a little
+        # slower again for each index the fit saw, so that each fit prices the steps its own way
+        scale = 2.0 + sum(seen_indices) / 100
+        return dataclasses.replace(start.params, gemm_eff=start.params.gemm_eff / scale, conv_eff=start.params.conv_eff / scale)
+
     def fit_card(observations, start, weight):
-        seen.append(([next(i for i, step in enumerate(steps) if step is o) for o in observations], weight))
-        # slower kernels: the prior prices these steps too fast, so this is better and is kept
-        return dataclasses.replace(start.params, gemm_eff=start.params.gemm_eff / 2, conv_eff=start.params.conv_eff / 2), 0
+        indices = [next(i for i, step in enumerate(steps) if step is o) for o in observations]
+        seen.append((indices, weight))
+        return slower(start, indices), 0
 
     monkeypatch.setattr(gpu_calibration, "_fit_card", fit_card)
-    result = fit_on_card(steps, prior)  # the prior's own parameters: equal to it, but for rounding
+    result = fit_on_card(steps, prior)
     folds = [[i for i in range(12) if i % HOLD_OUT != fold] for fold in range(HOLD_OUT)]
-    assert seen == [(fitted, weight) for weight in PRIOR_WEIGHTS for fitted in folds] + [(list(range(12)), result.prior_weight)]
+    # the weights price alike here: the tie goes to the strongest pull toward the prior
+    assert result.prior_weight == max(PRIOR_WEIGHTS)
+    assert seen == [(fitted, weight) for weight in PRIOR_WEIGHTS for fitted in folds] + [(list(range(12)), max(PRIOR_WEIGHTS))]
+    # each step's held-out time is what the fit without its fold makes of it; the saved, the fit of all
+    for i, step in enumerate(steps):
+        alone = Stacked([step], prior.light_dispatch)
+        assert result.held_out_s[i] == pytest.approx(alone.latencies(slower(prior, folds[i % HOLD_OUT]))[0], rel=1e-12)
+        assert result.predicted_s[i] == pytest.approx(alone.latencies(slower(prior, range(12)))[0], rel=1e-12)
 
 
 @pytest.mark.slow

@@ -8,10 +8,14 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vitbench.cli.common import add_format_argument, choice_list, emit, thread_count
 from vitbench.cli.progress import Steps, add_quiet_argument
 from vitbench.timemodel.calibration import CPU_CALIBRATION_TIME
+
+if TYPE_CHECKING:
+    from vitbench.timemodel.gpu_calibration import CalibrationRefused
 
 
 def register(subparsers) -> None:
@@ -182,7 +186,7 @@ def _run_cuda(args) -> int:
     return _save_and_emit(args, calibration, save, summary)
 
 
-def _keep_measurements(refused) -> str:
+def _keep_measurements(refused: CalibrationRefused) -> str:
     """Where a refused GPU calibration's step times were kept (beside the cache entry, else a new
     file in the temporary folder), as the end of its one line."""
     from vitbench.errors import OutputFileError

@@ -98,9 +98,11 @@ class CalibrationRefused(CalibrationError):
         self.device, self.device_name, self.torch_version, self.measured = device, device_name, torch_version, measured
 
 
-def measurements_path(device_name: str, torch_version: str) -> Path:
-    """Where a refused calibration's measurements go: beside the card's cache entry."""
-    return cache_path(device_name, torch_version).with_suffix(".refused.json")
+def measurements_path(device_name: str, torch_version: str, when: float | None = None) -> Path:
+    """Where a refused calibration's measurements go: beside the card's cache entry, named by the
+    time of the refusal (``when``, default now: a later refusal keeps the earlier one's)."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(time.time() if when is None else when))
+    return cache_path(device_name, torch_version).with_suffix(f".refused-{stamp}.json")
 
 
 def save_measurements(refused: CalibrationRefused, path: str | os.PathLike | None = None) -> Path:
