@@ -347,7 +347,7 @@ def test_a_calibration_fits_the_configurations_measured_and_reports_those_that_f
 
     def fit_on_card(observations, start):
         fitted_on.extend(observations)
-        return CardFit(start.params, [0.0021, 0.0039], [0.0022, 0.0037], 3.0, 0.05, 0.06, 0.3, 0.075, 0.08, 0.31, 0)
+        return CardFit(start.params, [0.0021, 0.0039], [0.0022, 0.0037], 3.0, 0.05, 0.06, 0.3, 0.075, 0.08, 0)
 
     monkeypatch.setattr(gpu_calibration, "fit_on_card", fit_on_card)
     said = []
@@ -360,7 +360,7 @@ def test_a_calibration_fits_the_configurations_measured_and_reports_those_that_f
         (0.0021, 0.0022, True), (0.0039, 0.0037, True)]
     assert (calibration.prior_weight, calibration.fit_error_median, calibration.fit_error_p90, calibration.start_error_median,
             calibration.holdout_error_median, calibration.holdout_error_p90, calibration.prior_holdout_error_median) == (
-        3.0, 0.05, 0.06, 0.3, 0.075, 0.08, 0.31)
+        3.0, 0.05, 0.06, 0.3, 0.075, 0.08, 0.3)  # the prior judged on every configuration: one error
     assert calibration.device == "h100" and calibration.device_name == "NVIDIA H100 80GB HBM3"
     assert said == ["[1/4] a infer batch 8 bf16: 2.000 ms", "[2/4] b infer 8 bf16: skipped (error: OOM)",
                     "[3/4] c infer 8 bf16: skipped (no time measured)", "[4/4] d infer batch 8 bf16: 4.000 ms"]

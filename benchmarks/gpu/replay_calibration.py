@@ -29,7 +29,7 @@ def main() -> int:
     from fit_datacenter import band, fit_all, fit_hosts
 
     from vitbench.timemodel.calibration.schema import CalibrationError
-    from vitbench.timemodel.gpu_calibration import fit_on_card
+    from vitbench.timemodel.gpu_calibration import HELD_PARAMETERS, fit_on_card
     from vitbench.timemodel.gpu_fit import Stacked, at_bounds
     from vitbench.timemodel.gpu_model import profile_for
     from vitbench.timemodel.gpu_records import observations, recorded
@@ -43,7 +43,7 @@ def main() -> int:
     old_suite = [m for m in measured if m.machine == "h100-vm" and m.source == "calibration"]
     device_bound = [m for m in measured if m.machine == "h100-vm" and m.source in ("profile", "bare_loop")]
     judged = [m for m in measured if m.machine == "h100-vm" and m.source == "predict_vs_profile"]
-    fixed = ("launch_floor_s", "kernel_tail_s", "l2_gain", "host_infer_s", "host_train_s")
+    fixed = HELD_PARAMETERS
     stacked = Stacked(observations(judged), light)
     lines = [f"prior: the data-centre fit of the H200's {len(h200)} steps alone; at a bound: "
              f"{at_bounds(prior_params, fixed) or 'none'}",

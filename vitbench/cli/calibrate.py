@@ -118,25 +118,25 @@ def _keep(args, calibration, save) -> tuple[dict[str, Path], list[str]]:
             reason = str(exc) if isinstance(exc, OutputFileError) else (exc.strerror or type(exc).__name__)
             failures.append(f"not saved to {field} ({reason})" if not failures else f"to {field} ({reason})")
     if failures and "--save" not in written:
-        fallback = _fallback(calibration)
+        fallback = _fallback(calibration.to_json() + "\n", "vitbench-calibration-")
         if fallback is not None:
             written["fallback"] = fallback
     return written, failures
 
 
-def _fallback(calibration) -> Path | None:
-    """A new file in the temporary folder (``vitbench-calibration-XXXXXXXX.json``) holding the
-    calibration, or None when even that cannot be written."""
+def _fallback(text: str, prefix: str) -> Path | None:
+    """A new file in the temporary folder (``<prefix>XXXXXXXX.json``) holding ``text``, or None
+    when even that cannot be written."""
     from vitbench.errors import OutputFileError
     from vitbench.results import atomic_write_text
 
     try:
-        fd, name = tempfile.mkstemp(prefix="vitbench-calibration-", suffix=".json")  # a new name, never a user's file
+        fd, name = tempfile.mkstemp(prefix=prefix, suffix=".json")  # a new name, never a user's file
     except OSError:
         return None
     os.close(fd)
     try:
-        atomic_write_text(name, calibration.to_json() + "\n", field="fallback")
+        atomic_write_text(name, text, field="fallback")
     except (OSError, OutputFileError):
         with contextlib.suppress(OSError):
             os.unlink(name)
@@ -190,15 +190,12 @@ def _keep_measurements(refused: CalibrationRefused) -> str:
     """Where a refused GPU calibration's step times were kept (beside the cache entry, else a new
     file in the temporary folder), as the end of its one line."""
     from vitbench.errors import OutputFileError
-    from vitbench.timemodel.gpu_calibration import save_measurements
+    from vitbench.timemodel.gpu_calibration import measurements_json, save_measurements
 
     try:
-        path = save_measurements(refused)
+        path: Path | None = save_measurements(refused)
     except (OSError, OutputFileError):
-        try:
-            fd, name = tempfile.mkstemp(prefix="vitbench-gpu-measurements-", suffix=".json")
-            os.close(fd)
-            path = save_measurements(refused, name)
-        except (OSError, OutputFileError):
-            return f"its {len(refused.measured)} measured step times could not be written anywhere"
+        path = _fallback(measurements_json(refused), "vitbench-gpu-measurements-")
+    if path is None:
+        return f"its {len(refused.measured)} measured step times could not be written anywhere"
     return f"its {len(refused.measured)} measured step times are kept in {str(path)!r}"

@@ -105,16 +105,21 @@ def measurements_path(device_name: str, torch_version: str, when: float | None =
     return cache_path(device_name, torch_version).with_suffix(f".refused-{stamp}.json")
 
 
-def save_measurements(refused: CalibrationRefused, path: str | os.PathLike | None = None) -> Path:
-    """Write ``refused``'s measured step times atomically as JSON to ``path`` (default
-    :func:`measurements_path`): ``observations`` as a calibration file holds them, so that
-    :func:`vitbench.timemodel.gpu_records.read_file` reads them back (kind ``calibration``), with
-    the card, the torch release and the reason. Returns the path written."""
-    target = Path(path) if path else measurements_path(refused.device_name, refused.torch_version)
+def measurements_json(refused: CalibrationRefused) -> str:
+    """``refused``'s measured step times as JSON: ``observations`` as a calibration file holds
+    them, so that :func:`vitbench.timemodel.gpu_records.read_file` reads them back (kind
+    ``calibration``), with the card, the torch release and the reason."""
     document = {"kind": MEASUREMENTS_KIND, "device": refused.device, "device_name": refused.device_name,
                 "torch": refused.torch_version, "vitbench": __version__, "refused": str(refused),
                 "observations": refused.measured}
-    atomic_write_text(target, json.dumps(document, indent=1, sort_keys=True) + "\n")
+    return json.dumps(document, indent=1, sort_keys=True) + "\n"
+
+
+def save_measurements(refused: CalibrationRefused, path: str | os.PathLike | None = None) -> Path:
+    """Write :func:`measurements_json` atomically to ``path`` (default :func:`measurements_path`);
+    the path written."""
+    target = Path(path) if path else measurements_path(refused.device_name, refused.torch_version)
+    atomic_write_text(target, measurements_json(refused))
     return target
 
 
@@ -342,32 +347,45 @@ class CardFit:
     prior_weight: float
     fit_error_median: float           # the saved parameters on the configurations they were fitted to
     fit_error_p90: float
-    start_error_median: float         # the prior on every configuration
+    start_error_median: float         # the prior on every configuration (what the held-out error is judged against)
     holdout_error_median: float       # each configuration predicted by a fit that did not see it
     holdout_error_p90: float
-    prior_holdout_error_median: float  # the prior on the same (every) configuration
     host_bound: int
 
-
-def _fit_card(observations: Sequence[Any], prior: Any, prior_weight: float) -> tuple[Any, int]:
-    """The host fitted on the host-bound ``observations``, then every device parameter but the
-    kernel floor and tail and L2 reuse, regularised toward ``prior`` with ``prior_weight``; and
-    how many were host-bound."""
-    light = prior.light_dispatch
-    params, host_bound = _fit_host(observations, prior.params, light)
-    fixed = ("launch_floor_s", "kernel_tail_s", "l2_gain", "host_infer_s", "host_train_s")
-    return fit(observations, params, fixed=fixed, prior_weight=prior_weight, light_dispatch=light), host_bound
+    @property
+    def prior_holdout_error_median(self) -> float:
+        """The prior on the configurations the held-out error covers: every one."""
+        return self.start_error_median
 
 
-def held_out_steps(observations: Sequence[Any], prior: Any, prior_weight: float) -> list[float]:
-    """Each observation's step predicted by a fit (:func:`_fit_card`) of the other folds only
-    (fold ``f``: the observations whose index is ``f`` modulo :data:`HOLD_OUT`)."""
-    out = [0.0] * len(observations)
+#: the parameters a calibration does not fit: the kernel floor and tail and L2 reuse (step times
+#: cannot tell them from the host's dispatch), and the host's, fitted apart (_fit_host)
+HELD_PARAMETERS = ("launch_floor_s", "kernel_tail_s", "l2_gain", "host_infer_s", "host_train_s")
+
+
+def _fit_device(observations: Sequence[Any], host_fitted: Any, prior: Any, prior_weight: float) -> Any:
+    """Every device parameter but :data:`HELD_PARAMETERS`, fitted to ``observations`` from
+    ``host_fitted`` (the prior's parameters with the host's dispatch fitted), regularised toward
+    it with ``prior_weight``."""
+    return fit(observations, host_fitted, fixed=HELD_PARAMETERS, prior_weight=prior_weight,
+               light_dispatch=prior.light_dispatch)
+
+
+def held_out_steps(observations: Sequence[Any], prior: Any,
+                   weights: Sequence[float] = PRIOR_WEIGHTS) -> dict[float, list[float]]:
+    """For each prior weight of ``weights``, each observation's step predicted by a fit of the
+    other folds only (fold ``f``: the observations whose index is ``f`` modulo
+    :data:`HOLD_OUT`): the host fitted on them once (:func:`_fit_host`), the device at each weight
+    (:func:`_fit_device`)."""
+    out = {weight: [0.0] * len(observations) for weight in weights}
     for fold in range(HOLD_OUT):
         judged = [i for i in range(len(observations)) if i % HOLD_OUT == fold]
-        params, _ = _fit_card([o for i, o in enumerate(observations) if i % HOLD_OUT != fold], prior, prior_weight)
-        for i, step in zip(judged, Stacked([observations[i] for i in judged], prior.light_dispatch).latencies(params)):
-            out[i] = float(step)
+        rest = [o for i, o in enumerate(observations) if i % HOLD_OUT != fold]
+        host_fitted, _ = _fit_host(rest, prior.params, prior.light_dispatch)
+        stacked = Stacked([observations[i] for i in judged], prior.light_dispatch)
+        for weight in weights:
+            for i, step in zip(judged, stacked.latencies(_fit_device(rest, host_fitted, prior, weight))):
+                out[weight][i] = float(step)
     return out
 
 
@@ -395,22 +413,22 @@ def fit_on_card(observations: Sequence[Any], prior: Any) -> CardFit:
         raise CalibrationError(f"only {len(observations)} configurations measured; at least {2 * HOLD_OUT} are needed to fit "
                                "and judge a calibration")
     measured = [o.measured_s for o in observations]
-    tried = []
-    for weight in PRIOR_WEIGHTS:
-        steps = held_out_steps(observations, prior, weight)
-        tried.append((statistics.median(relative_errors(steps, measured)), -weight, steps))
-    held_median, negative_weight, held_s = min(tried, key=lambda t: (t[0], t[1]))
-    held = relative_errors(held_s, measured)
-    before = relative_errors(list(Stacked(observations, prior.light_dispatch).latencies(prior.params)), measured)
-    if held_median >= statistics.median(before):
+    held_by_weight = held_out_steps(observations, prior)
+    medians = {weight: statistics.median(relative_errors(steps, measured)) for weight, steps in held_by_weight.items()}
+    weight = min(medians, key=lambda w: (medians[w], -w))
+    held = relative_errors(held_by_weight[weight], measured)
+    stacked = Stacked(observations, prior.light_dispatch)
+    before = statistics.median(relative_errors(list(stacked.latencies(prior.params)), measured))
+    if medians[weight] >= before:
         raise CalibrationError(f"the fit predicts its {len(observations)} configurations, each held out of the fit that "
-                               f"predicts it, no better than the published parameters (median |error| {held_median:.1%} "
-                               f"against {statistics.median(before):.1%}): not saved; the published fit stays in use")
-    fitted, host_bound = _fit_card(observations, prior, -negative_weight)
-    after_s = [float(v) for v in Stacked(observations, prior.light_dispatch).latencies(fitted)]
+                               f"predicts it, no better than the published parameters (median |error| {medians[weight]:.1%} "
+                               f"against {before:.1%}): not saved; the published fit stays in use")
+    host_fitted, host_bound = _fit_host(observations, prior.params, prior.light_dispatch)
+    fitted = _fit_device(observations, host_fitted, prior, weight)
+    after_s = [float(v) for v in stacked.latencies(fitted)]
     after = relative_errors(after_s, measured)
-    return CardFit(fitted, after_s, held_s, -negative_weight, statistics.median(after), quantile(after, 0.9),
-                   statistics.median(before), held_median, quantile(held, 0.9), statistics.median(before), host_bound)
+    return CardFit(fitted, after_s, held_by_weight[weight], weight, statistics.median(after), quantile(after, 0.9),
+                   before, medians[weight], quantile(held, 0.9), host_bound)
 
 
 def summary(calibration: GpuCalibration) -> dict[str, Any]:
@@ -427,6 +445,7 @@ def summary(calibration: GpuCalibration) -> dict[str, Any]:
 
 __all__ = [
     "FORMAT",
+    "HELD_PARAMETERS",
     "HOLD_OUT",
     "MEASUREMENTS_KIND",
     "PRIOR_WEIGHTS",
@@ -441,6 +460,7 @@ __all__ = [
     "held_out_steps",
     "load",
     "measure_step",
+    "measurements_json",
     "measurements_path",
     "observation",
     "relative_errors",
