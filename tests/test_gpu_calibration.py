@@ -329,14 +329,16 @@ def test_a_calibrations_parameters_are_read_within_their_bounds(tmp_path, name, 
             load(path)
 
 
-def test_a_calibration_fits_the_configurations_measured_and_reports_those_that_failed(monkeypatch):
+def test_a_calibration_fits_the_configurations_measured_and_reports_those_that_failed(monkeypatch, tmp_path):
     """``calibrate --device cuda``'s loop with the measurement and the fit stood in for (no GPU
-    here): a configuration that failed or has no time is reported and left out of the fit."""
+    here): a configuration that failed or has no time is reported and left out of the fit; the
+    progress file is gone once the calibration is made."""
     import torch
 
     from vitbench.timemodel import gpu_calibration
     from vitbench.timemodel.gpu_calibration import CardFit, calibrate_gpu
 
+    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *args: "NVIDIA H100 80GB HBM3")
     times = {"a": {"status": "ok", "latency_p50_s": 0.002}, "b": {"status": "error", "error": "OOM"},
@@ -364,16 +366,21 @@ def test_a_calibration_fits_the_configurations_measured_and_reports_those_that_f
     assert calibration.device == "h100" and calibration.device_name == "NVIDIA H100 80GB HBM3"
     assert said == ["[1/4] a infer batch 8 bf16: 2.000 ms", "[2/4] b infer 8 bf16: skipped (error: OOM)",
                     "[3/4] c infer 8 bf16: skipped (no time measured)", "[4/4] d infer batch 8 bf16: 4.000 ms"]
+    assert list((tmp_path / "calibrations").iterdir()) == []
 
 
-def test_a_refused_fit_keeps_what_was_measured(monkeypatch):
+def test_a_refused_fit_keeps_what_was_measured(monkeypatch, tmp_path):
     """Minutes of GPU time are not lost with a refused fit: calibrate_gpu raises
-    CalibrationRefused holding every configuration measured (not those that failed)."""
+    CalibrationRefused holding every configuration measured (not those that failed) and the
+    file beside the cache entry that keeps them; the progress file is gone, so that the next
+    calibration measures afresh instead of refitting the refused steps."""
     import torch
 
     from vitbench.timemodel import gpu_calibration
     from vitbench.timemodel.gpu_calibration import CalibrationRefused, calibrate_gpu
+    from vitbench.timemodel.gpu_records import read_file
 
+    monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *args: "NVIDIA H200")
     times = {"a": {"status": "ok", "latency_p50_s": 0.002}, "b": {"status": "error", "error": "OOM"}}
@@ -388,6 +395,9 @@ def test_a_refused_fit_keeps_what_was_measured(monkeypatch):
         calibrate_gpu([("a", "train", 64, "tf32"), ("b", "infer", 8, "bf16")])
     assert (caught.value.device, caught.value.device_name, caught.value.torch_version) == ("h200", "NVIDIA H200", torch.__version__)
     assert caught.value.measured == [dict(model="a", mode="train", batch_size=64, precision="tf32", measured_s=0.002)]
+    [kept] = (tmp_path / "calibrations").iterdir()
+    assert caught.value.path == kept and kept.name.startswith("cuda-NVIDIA-H200-torch") and ".refused-" in kept.name
+    assert [(r.model, r.measured_s) for r in read_file(kept, "vm", "h200", "calibration")] == [("a", 0.002)]
 
 
 @pytest.mark.parametrize("cache", ["writable", "a file"])

@@ -73,8 +73,10 @@ for p in $phases; do
                 --device cuda --launcher gpus --out /tmp/sweep-gpus --runs 1 ;;
     calibrate) run calibrate ${CALIBRATE_S:-180} $V calibrate --device cuda --save "$L/gpu_calibration.json" --format json \
                  -o "$L/calibrate_summary.json"
-               # a refused fit keeps its measured step times beside the cache entry: bring them back
-               cp /tmp/vitbench-cache/calibrations/*.refused-*.json "$L/" 2>/dev/null ;;
+               # a refused fit keeps its measured step times beside the cache entry, and one stopped by the
+               # phase's time limit those it measured (*.measuring.json): bring them back
+               cp /tmp/vitbench-cache/calibrations/*.refused-*.json /tmp/vitbench-cache/calibrations/*.measuring.json \
+                 "$L/" 2>/dev/null ;;
     predict) if [ -f "$CAL" ]; then cal=(--calibration "$CAL"); else cal=(); echo "    predict: no calibration at $CAL: the published fit only"; fi
              run predict_vs_profile ${PREDICT_S:-150} python3 benchmarks/gpu/predict_vs_profile.py ${cal[@]+"${cal[@]}"} \
                --min-run-time ${PREDICT_MIN_RUN_TIME:-0.3} --out "$L/predict_vs_profile.csv" ;;

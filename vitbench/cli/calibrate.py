@@ -34,6 +34,9 @@ def register(subparsers) -> None:
     parser.add_argument("--threads", type=thread_count, metavar="N", help="CPU threads (default: all this process may use)")
     parser.add_argument("--precision", type=choice_list("precision", ("fp32", "bf16")), default=["fp32"], metavar="PRECISION", help="fp32 and/or bf16 (comma-separated; default fp32)")
     parser.add_argument("--save", metavar="FILE", help="also write the calibration to FILE")
+    parser.add_argument("--fresh", action="store_true", help="--device cuda: measure every configuration again; by default a "
+                        "calibration stopped part-way (killed, out of time) is resumed: each configuration is kept as it "
+                        "is measured, and the next calibration of the card measures only what is missing")
     add_format_argument(parser)
     add_quiet_argument(parser)
     parser.set_defaults(handler=run)
@@ -57,6 +60,10 @@ def run(args) -> int:
         check_output_path(args.save, "--save")
     if device == "cuda":
         return _run_cuda(args)
+    if args.fresh:
+        from vitbench.errors import SpecError
+
+        raise SpecError("fresh", True, "is for --device cuda (a CPU calibration is measured whole in one worker)")
     steps = Steps("calibrate", quiet=args.quiet)
     steps.wait(f"calibrating the CPU in a worker process ({CPU_CALIBRATION_TIME})")
     try:
@@ -179,7 +186,8 @@ def _run_cuda(args) -> int:
         print(f"vitbench: calibrating this GPU on {len(SUITE)} configurations (a few minutes)", file=sys.stderr, flush=True)
     try:
         calibration = calibrate_gpu(on_progress=None if args.quiet else
-                                    lambda line: print(f"vitbench: calibrate: {line}", file=sys.stderr, flush=True))
+                                    lambda line: print(f"vitbench: calibrate: {line}", file=sys.stderr, flush=True),
+                                    resume=not args.fresh)
     except CalibrationRefused as refused:
         raise CalibrationRefused(f"{refused}; {_keep_measurements(refused)}", refused.device, refused.device_name,
                                  refused.torch_version, refused.measured) from None
@@ -192,10 +200,12 @@ def _keep_measurements(refused: CalibrationRefused) -> str:
     from vitbench.errors import OutputFileError
     from vitbench.timemodel.gpu_calibration import measurements_json, save_measurements
 
-    try:
-        path: Path | None = save_measurements(refused)
-    except (OSError, OutputFileError):
-        path = _fallback(measurements_json(refused), "vitbench-gpu-measurements-")
+    path: Path | None = getattr(refused, "path", None)
+    if path is None:
+        try:
+            path = save_measurements(refused)
+        except (OSError, OutputFileError):
+            path = _fallback(measurements_json(refused), "vitbench-gpu-measurements-")
     if path is None:
         return f"its {len(refused.measured)} measured step times could not be written anywhere"
     return f"its {len(refused.measured)} measured step times are kept in {str(path)!r}"

@@ -9,7 +9,10 @@ fit borrows another's. On the card itself they can be fitted to its own step tim
    fake CUDA tensors (the CUDA autocast policy). Most are *device-bound* (ViT-B/16, ViT-L/16,
    ResNet-50/101, ConvNeXt-T/B, Swin-T at batches that fill a data-centre card: their kernels,
    not the host, set the step), so the device's parameters can be identified; a few at batch 1
-   are *host-bound* and give the host's dispatch time per operator (:func:`host_from_batch_one`);
+   are *host-bound* and give the host's dispatch time per operator (:func:`_fit_host`). Each
+   configuration is written to a progress file as it is measured (:func:`progress_path`), so
+   that a calibration stopped part-way (killed, out of time) loses nothing: the next one on the
+   card, with the same torch and vitbench, measures only what is missing;
 2. the configurations are split into :data:`HOLD_OUT` folds (every :data:`HOLD_OUT`-th one
    in a fold) and each fold is predicted by a fit of the others (cross-validation): the host
    fitted on their host-bound steps, then the device parameters with the host held
@@ -37,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from vitbench import input_files
-from vitbench.errors import SpecError, shown
+from vitbench.errors import OutputFileError, SpecError, shown
 from vitbench.input_files import load_json, read_input_text
 from vitbench.measure.profile import measure
 from vitbench.measure.stats import quantile
@@ -45,8 +48,20 @@ from vitbench.models.references import resolve
 from vitbench.results import atomic_write_text
 from vitbench.row_status import RowStatus
 from vitbench.settings import RunSettings
-from vitbench.timemodel.calibration.cache import cache_dir, file_safe
 from vitbench.timemodel.calibration.schema import CalibrationError
+from vitbench.timemodel.gpu_calibration_files import (
+    MEASUREMENTS_KIND,
+    CalibrationRefused,
+    cache_path,
+    earlier_steps,
+    measurements_document,
+    measurements_json,
+    measurements_path,
+    progress_path,
+    remove,
+    resumable,
+    save_measurements,
+)
 from vitbench.timemodel.gpu_fit import BOUNDS, Observation, Stacked, fit
 from vitbench.timemodel.gpu_model import GenerationParams, GpuProfile, kernel_times, op_table, profile_for
 from vitbench.timemodel.gpus import GPU_DEVICES, gpu, match_device_name
@@ -82,45 +97,6 @@ HOST_BOUND_SHARE = 0.3
 
 class NotAGpuCalibration(CalibrationError):
     """A readable file that is not a GPU calibration (a CPU one, another JSON)."""
-
-
-#: the ``kind`` of a refused calibration's measurements (:func:`save_measurements`)
-MEASUREMENTS_KIND = "vitbench-gpu-measurements"
-
-
-class CalibrationRefused(CalibrationError):
-    """A measured suite whose fit :func:`fit_on_card` refused: the reason, and what was measured
-    (``measured``: model, mode, batch_size, precision, measured_s of each configuration), so that
-    minutes of GPU time are not lost with the fit (:func:`save_measurements`)."""
-
-    def __init__(self, reason: str, device: str, device_name: str, torch_version: str, measured: list[dict[str, Any]]):
-        super().__init__(reason)
-        self.device, self.device_name, self.torch_version, self.measured = device, device_name, torch_version, measured
-
-
-def measurements_path(device_name: str, torch_version: str, when: float | None = None) -> Path:
-    """Where a refused calibration's measurements go: beside the card's cache entry, named by the
-    time of the refusal (``when``, default now: a later refusal keeps the earlier one's)."""
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(time.time() if when is None else when))
-    return cache_path(device_name, torch_version).with_suffix(f".refused-{stamp}.json")
-
-
-def measurements_json(refused: CalibrationRefused) -> str:
-    """``refused``'s measured step times as JSON: ``observations`` as a calibration file holds
-    them, so that :func:`vitbench.timemodel.gpu_records.read_file` reads them back (kind
-    ``calibration``), with the card, the torch release and the reason."""
-    document = {"kind": MEASUREMENTS_KIND, "device": refused.device, "device_name": refused.device_name,
-                "torch": refused.torch_version, "vitbench": __version__, "refused": str(refused),
-                "observations": refused.measured}
-    return json.dumps(document, indent=1, sort_keys=True) + "\n"
-
-
-def save_measurements(refused: CalibrationRefused, path: str | os.PathLike | None = None) -> Path:
-    """Write :func:`measurements_json` atomically to ``path`` (default :func:`measurements_path`);
-    the path written."""
-    target = Path(path) if path else measurements_path(refused.device_name, refused.torch_version)
-    atomic_write_text(target, measurements_json(refused))
-    return target
 
 
 #: parameters a calibration made before they existed leaves out: each is 0, which prices as that
@@ -228,10 +204,6 @@ def _check_members(data: dict[str, Any]) -> None:
             raise CalibrationError(f"{name}={shown(value, 60)}: must be a non-negative number")
 
 
-def cache_path(device_name: str, torch_version: str) -> Path:
-    return cache_dir() / f"cuda-{file_safe(device_name)}-torch{torch_version.split('+')[0]}.json"
-
-
 def save(calibration: GpuCalibration, path: str | os.PathLike | None = None) -> Path:
     """Write atomically to ``path`` or the cache; the path written."""
     target = Path(path) if path else cache_path(calibration.device_name, calibration.torch)
@@ -278,9 +250,17 @@ def observation(model: str, mode: str, batch: int, precision: str, measured_s: f
 
 
 def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_time_s: float = 0.3,
-                  on_progress: Callable[[str], None] | None = None) -> GpuCalibration:
+                  on_progress: Callable[[str], None] | None = None, progress: str | os.PathLike | None = None,
+                  resume: bool = True) -> GpuCalibration:
     """Measure ``suite`` on this machine's CUDA device, fit the cost model's parameters to it.
-    A fit that is refused raises :class:`CalibrationRefused`, which holds what was measured."""
+
+    Each configuration is written to ``progress`` (default :func:`progress_path`) as soon as it
+    is measured; with ``resume`` (the default) those a calibration stopped part-way measured
+    with the same card, torch, vitbench and ``min_run_time_s`` are read back (:func:`resumable`)
+    and not measured again. A finished calibration removes the file. A fit that is refused
+    raises :class:`CalibrationRefused`, which holds what was measured and the file it is kept in
+    (a new one beside the cache entry, :func:`measurements_path`; the next calibration measures
+    afresh); a fit that fails otherwise leaves the progress file, which the next one resumes from."""
     import torch
 
     if not torch.cuda.is_available():
@@ -289,35 +269,78 @@ def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_ti
     spec = match_device_name(name)
     if spec is None:
         raise SpecError("device", "cuda", f"{name} is not in the GPU catalogue ({', '.join(GPU_DEVICES)})")
+    say = on_progress or (lambda line: None)
     started = time.time()
     start = profile_for(spec)
+    progress_file = Path(progress) if progress is not None else progress_path(name, torch.__version__)
+    earlier = earlier_steps(progress_file, name, torch.__version__, min_run_time_s, say) if resume else {}
     observations, kept = [], []
+    keeping = True  # the progress file holds every configuration in ``kept``
     for index, (model, mode, batch, precision) in enumerate(suite):
-        row = measure_step(model, mode, batch, precision, min_run_time_s)
-        if row.get("status") != RowStatus.OK or not row.get("latency_p50_s"):
-            if on_progress:
+        key = (model, mode, batch, precision)
+        if key in earlier:
+            seconds = earlier[key]
+            say(f"[{index + 1}/{len(suite)}] {model} {mode} batch {batch} {precision}: {seconds * 1e3:.3f} ms "
+                f"(measured before, kept in {str(progress_file)!r})")
+        else:
+            row = measure_step(model, mode, batch, precision, min_run_time_s)
+            if row.get("status") != RowStatus.OK or not row.get("latency_p50_s"):
                 why = f"{row.get('status')}: {row.get('error')}" if row.get("status") != RowStatus.OK else "no time measured"
-                on_progress(f"[{index + 1}/{len(suite)}] {model} {mode} {batch} {precision}: skipped ({why})")
-            continue
-        observations.append(observation(model, mode, batch, precision, row["latency_p50_s"], start.priced_spec))
-        kept.append((model, mode, batch, precision, row["latency_p50_s"]))
-        if on_progress:
-            on_progress(f"[{index + 1}/{len(suite)}] {model} {mode} batch {batch} {precision}: {row['latency_p50_s'] * 1e3:.3f} ms")
-    try:
-        fitted = fit_on_card(observations, start)
-    except CalibrationError as refused:
-        measured = [dict(model=m, mode=mo, batch_size=b, precision=p, measured_s=t) for m, mo, b, p, t in kept]
-        raise CalibrationRefused(str(refused), spec.key, name, torch.__version__, measured) from None
+                say(f"[{index + 1}/{len(suite)}] {model} {mode} {batch} {precision}: skipped ({why})")
+                continue
+            seconds = row["latency_p50_s"]
+            say(f"[{index + 1}/{len(suite)}] {model} {mode} batch {batch} {precision}: {seconds * 1e3:.3f} ms")
+        kept.append(dict(model=model, mode=mode, batch_size=batch, precision=precision, measured_s=seconds))
+        if keeping and key not in earlier:
+            try:
+                atomic_write_text(progress_file, measurements_document(
+                    spec.key, name, torch.__version__, kept, min_run_time_s=min_run_time_s, started=started))
+            except OutputFileError as exc:
+                keeping = False
+                say(f"the measurements are not kept as they come ({exc}): a calibration stopped now loses them")
+        observations.append(observation(model, mode, batch, precision, seconds, start.priced_spec))
+    fitted = _fit_keeping(observations, start, (spec.key, name, torch.__version__), kept,
+                          progress_file if keeping else None, say)
+    remove(progress_file)
     return GpuCalibration(
         device=spec.key, device_name=name, torch=torch.__version__, vitbench=__version__, params=asdict(fitted.params),
         start_from=start.params_from,
-        observations=[dict(model=m, mode=mo, batch_size=b, precision=p, measured_s=s, fitted_s=f, held_out=True,
-                           held_out_s=h) for (m, mo, b, p, s), f, h in zip(kept, fitted.predicted_s, fitted.held_out_s)],
+        observations=[dict(**measured, fitted_s=f, held_out=True, held_out_s=h)
+                      for measured, f, h in zip(kept, fitted.predicted_s, fitted.held_out_s)],
         fit_error_median=fitted.fit_error_median, fit_error_p90=fitted.fit_error_p90,
         start_error_median=fitted.start_error_median, holdout_error_median=fitted.holdout_error_median,
         holdout_error_p90=fitted.holdout_error_p90, prior_holdout_error_median=fitted.prior_holdout_error_median,
         prior_weight=fitted.prior_weight, rates=start.rates, light_dispatch=start.light_dispatch, created=started,
         seconds=time.time() - started)
+
+
+def _fit_keeping(observations: list[Any], start: Any, card: tuple[str, str, str], kept: list[dict[str, Any]],
+                 progress_file: Path | None, say: Callable[[str], None]) -> CardFit:
+    """:func:`fit_on_card`, losing no measured step when it fails: a refusal raises
+    :class:`CalibrationRefused` with the steps saved apart (:func:`save_measurements`, the
+    progress file then removed; ``progress_file``, which holds them all, where that cannot be
+    written); any other failure keeps the progress file and says so in its note. ``card``: the
+    catalogue key, the device's name and the torch release."""
+    try:
+        return fit_on_card(observations, start)
+    except CalibrationError as refused:
+        error = CalibrationRefused(str(refused), *card, kept)
+        try:
+            error.path = save_measurements(error)
+        except OutputFileError:
+            error.path = progress_file if kept else None
+        else:
+            if progress_file is not None:
+                remove(progress_file)
+        raise error from None
+    except Exception as exc:
+        if progress_file is not None and kept:
+            note = (f"vitbench: calibrate: the {len(kept)} measured step times are kept in {str(progress_file)!r}; "
+                    "the next calibration resumes from them")
+            say(note)
+            if hasattr(exc, "add_note"):
+                exc.add_note(note)
+        raise
 
 
 def _fit_host(observations: Sequence[Any], params: Any, light: float) -> tuple[Any, int]:
@@ -463,7 +486,9 @@ __all__ = [
     "measurements_json",
     "measurements_path",
     "observation",
+    "progress_path",
     "relative_errors",
+    "resumable",
     "save",
     "save_measurements",
     "summary",
