@@ -12,7 +12,9 @@
 # KERNELS_ARGS (kernel_records.py options: --config M,MODE,B,P --limit N --start N --batch-size N
 # --resume) for a CPU check or to go on in a second call; TIMM_START=N starts timm at case N.
 set -u
-export PYTHONUNBUFFERED=1 MPLBACKEND=Agg KINETO_LOG_LEVEL=5 VITBENCH_CACHE_DIR=/tmp/vitbench-cache
+# the cache in the checkout's ignored tmp/, kept between calls on a warm machine: a calibrate phase stopped by its
+# time limit keeps each step it measured there (*.measuring.json), and `calibrate` in the next call resumes from them
+export PYTHONUNBUFFERED=1 MPLBACKEND=Agg KINETO_LOG_LEVEL=5 VITBENCH_CACHE_DIR=${VITBENCH_CACHE_DIR:-$PWD/tmp/vitbench-cache}
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD
@@ -75,7 +77,7 @@ for p in $phases; do
                  -o "$L/calibrate_summary.json"
                # a refused fit keeps its measured step times beside the cache entry, and one stopped by the
                # phase's time limit those it measured (*.measuring.json): bring them back
-               cp /tmp/vitbench-cache/calibrations/*.refused-*.json /tmp/vitbench-cache/calibrations/*.measuring.json \
+               cp "$VITBENCH_CACHE_DIR"/calibrations/*.refused-*.json "$VITBENCH_CACHE_DIR"/calibrations/*.measuring.json \
                  "$L/" 2>/dev/null ;;
     predict) if [ -f "$CAL" ]; then cal=(--calibration "$CAL"); else cal=(); echo "    predict: no calibration at $CAL: the published fit only"; fi
              run predict_vs_profile ${PREDICT_S:-150} python3 benchmarks/gpu/predict_vs_profile.py ${cal[@]+"${cal[@]}"} \
