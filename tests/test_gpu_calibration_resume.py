@@ -129,21 +129,39 @@ def test_a_calibration_killed_part_way_is_resumed_by_the_next_without_measuring_
     assert not progress.exists() and calibration.torch == torch.__version__
 
 
-def test_fresh_measures_every_configuration_again(card):
+def _set_aside(said: list[str]) -> Path:
+    """The file an earlier calibration's measurements were set aside as, from the line that says so."""
+    import re
+
+    found = re.search(r"; it is set aside as '(.+\.set-aside-\d{8}T\d{6}\.json)'$", said[0])
+    assert found, said[0]
+    return Path(found.group(1))
+
+
+def test_fresh_measures_every_configuration_again_and_sets_the_earlier_steps_aside(card):
     from vitbench.timemodel.gpu_calibration import calibrate_gpu
 
-    _write_progress([("a", 0.1), ("b", 0.1)])
-    calibration = calibrate_gpu(SUITE, resume=False)
+    before = _write_progress([("a", 0.1), ("b", 0.1)]).read_text()
+    said: list[str] = []
+    calibration = calibrate_gpu(SUITE, resume=False, on_progress=said.append)
     assert card == ["a", "b", "c", "d"]
     assert [o["measured_s"] for o in calibration.observations] == [TIMES[m] for m in "abcd"]
+    assert said[0].startswith("an earlier calibration's measurements are not resumed (fresh); it is set aside as '")
+    assert _set_aside(said).read_text() == before
 
 
-@pytest.mark.parametrize("changed", [{"vitbench": "0.0.1"}, {"min_run_time_s": 1.0}, {"device_name": "NVIDIA H200"},
-                                     {"refused": "no better"}, {"observations": [{"model": "a"}]}, "not JSON"])
+@pytest.mark.parametrize("changed", [{"vitbench": "0.0.1"}, {"torch": "2.0.0"}, {"min_run_time_s": 1.0},
+                                     {"device_name": "NVIDIA H200"}, {"refused": "no better"},
+                                     {"observations": [{"model": "a"}]}, "not JSON"])
 def test_measurements_another_calibration_made_are_not_resumed(card, changed):
-    """Steps measured with another vitbench, run time or card, a refused calibration's (refitting
-    them would be refused again), or a damaged file: said in one line, every configuration
-    measured, and the file replaced by this calibration's."""
+    """Steps measured with another vitbench, torch, run time or card, a refused calibration's
+    (refitting them would be refused again), or a damaged file: said in one line, every
+    configuration measured, and the file set aside untouched (this calibration's steps do not
+    replace it)."""
+    import re
+
+    import torch
+
     from vitbench.timemodel.gpu_calibration import calibrate_gpu, resumable
 
     if changed == "not JSON":
@@ -151,15 +169,52 @@ def test_measurements_another_calibration_made_are_not_resumed(card, changed):
         path.write_text("{ damaged")
     else:
         path = _write_progress([("a", 0.1), ("b", 0.1)], **changed)
-    import torch
-
-    with pytest.raises(CalibrationError, match=rf"^{path}"):
+    before = path.read_text()
+    with pytest.raises(CalibrationError, match=rf"^{re.escape(repr(str(path)))}"):
         resumable(path, DEVICE_NAME, torch.__version__, 0.3)
     said: list[str] = []
     calibrate_gpu(SUITE, on_progress=said.append)
     assert card == ["a", "b", "c", "d"]
     assert said[0].startswith("not resumed from an earlier calibration's measurements (") and "\n" not in said[0]
-    assert said[0].endswith("): every configuration is measured")
+    assert "): every configuration is measured; it is set aside as '" in said[0]
+    assert _set_aside(said).read_text() == before
+
+
+def test_a_progress_file_that_is_a_link_is_not_resumed(card, tmp_path):
+    """A symbolic link where the progress file goes (a file that is not the calibration's own):
+    not read, set aside (the link, not its target), every configuration measured and kept."""
+    from vitbench.timemodel.gpu_calibration import calibrate_gpu
+
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(_write_progress([("a", 0.1)]).read_text())
+    _progress().unlink()
+    _progress().symlink_to(elsewhere)
+    said: list[str] = []
+    calibrate_gpu(SUITE, on_progress=said.append)
+    assert card == ["a", "b", "c", "d"]
+    assert f"({str(_progress())!r}: not a regular file)" in said[0]
+    assert _set_aside(said).is_symlink() and elsewhere.read_text().count('"model"') == 1
+
+
+def test_a_cache_folder_that_cannot_be_looked_in_costs_no_measurement(card, monkeypatch):
+    """An earlier calibration's file that cannot be looked for (permission denied): said in one
+    line, and every configuration measured (before, that stopped the calibration, exit 3)."""
+    from vitbench.timemodel import gpu_calibration_files
+    from vitbench.timemodel.gpu_calibration import calibrate_gpu
+
+    lstat = os.lstat
+
+    def denied(path, *args, **kwargs):  # the progress file's folder may not be searched (as for a user not root)
+        if Path(path).parent == _progress().parent:
+            raise PermissionError(13, "Permission denied")
+        return lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(gpu_calibration_files.os, "lstat", denied)
+    said: list[str] = []
+    calibration = calibrate_gpu(SUITE, on_progress=said.append)
+    assert len(calibration.observations) == 4
+    assert said[0] == (f"cannot look for an earlier calibration's measurements in {str(_progress())!r} (Permission denied): "
+                       "every configuration is measured")
 
 
 def test_only_the_suites_configurations_are_taken_from_the_progress_file(card):
@@ -188,10 +243,11 @@ def test_a_fit_that_fails_keeps_the_steps_for_the_next_calibration(card, monkeyp
     said: list[str] = []
     with pytest.raises(ZeroDivisionError) as caught:
         calibrate_gpu(SUITE, on_progress=said.append)
-    note = f"vitbench: calibrate: the 4 measured step times are kept in {str(_progress())!r}; the next calibration resumes from them"
-    assert said[-1] == note
+    note = f"the 4 measured step times are kept in {str(_progress())!r}; the next calibration resumes from them"
     if sys.version_info >= (3, 11):
-        assert caught.value.__notes__ == [note]
+        assert caught.value.__notes__ == [note] and note not in said
+    else:
+        assert said[-1] == note
     monkeypatch.setattr(gpu_calibration, "fit_on_card", fit_on_card)
     card.clear()
     calibration = calibrate_gpu(SUITE)
@@ -247,3 +303,45 @@ def test_the_progress_file_is_beside_the_cards_cache_entry(monkeypatch, tmp_path
     monkeypatch.setenv("VITBENCH_CACHE_DIR", str(tmp_path))
     assert progress_path(DEVICE_NAME, "2.15.0+cu132") == (
         tmp_path / "calibrations" / "cuda-NVIDIA-H100-80GB-HBM3-torch2.15.0.measuring.json")
+
+
+def test_a_refused_calibration_whose_file_cannot_be_written_names_the_progress_file(card, monkeypatch, capsys):
+    """The refused steps' own file cannot be written (a full disk): the one line names the
+    progress file, which holds them, and says the next calibration fits them again."""
+    from vitbench.cli import main
+    from vitbench.errors import OutputFileError
+    from vitbench.timemodel import gpu_calibration
+
+    def refuse(observations, start):
+        raise CalibrationError("the fit predicts its 4 configurations no better")
+
+    def full(refused, path=None):
+        raise OutputFileError("file='x': cannot be written (No space left on device)")
+
+    monkeypatch.setattr(gpu_calibration, "fit_on_card", refuse)
+    monkeypatch.setattr(gpu_calibration, "save_measurements", full)
+    monkeypatch.setattr(gpu_calibration.calibrate_gpu, "__defaults__", (SUITE, 0.3, None, None, True))
+    assert main(["calibrate", "--device", "cuda", "--quiet"]) == 2
+    assert capsys.readouterr().err == (
+        f"vitbench: error: the fit predicts its 4 configurations no better; its 4 measured step times are kept in "
+        f"{str(_progress())!r}, which the next calibration fits again (--fresh measures them again)\n")
+    assert [r["model"] for r in json.loads(_progress().read_text())["observations"]] == ["a", "b", "c", "d"]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="exception notes are Python 3.11's")
+def test_a_fault_in_the_fit_is_one_line_that_says_where_the_steps_are(card, monkeypatch, capsys):
+    """vitbench's own bug in the fit: exit 3, one line naming the exception and the file that
+    keeps the measured steps (the traceback under VITBENCH_DEBUG=1)."""
+    from vitbench.cli import main
+    from vitbench.timemodel import gpu_calibration
+
+    def broken(observations, start):
+        raise ZeroDivisionError("a bug in the fit")
+
+    monkeypatch.delenv("VITBENCH_DEBUG", raising=False)
+    monkeypatch.setattr(gpu_calibration, "fit_on_card", broken)
+    monkeypatch.setattr(gpu_calibration.calibrate_gpu, "__defaults__", (SUITE, 0.3, None, None, True))
+    assert main(["calibrate", "--device", "cuda", "--quiet"]) == 3
+    assert capsys.readouterr().err == (
+        f"vitbench: error: internal error: ZeroDivisionError: a bug in the fit; the 4 measured step times are kept in "
+        f"{str(_progress())!r}; the next calibration resumes from them (set VITBENCH_DEBUG=1 for a traceback)\n")

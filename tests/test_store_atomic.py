@@ -121,3 +121,18 @@ def test_the_write_leaves_the_processs_umask_and_descriptors_as_they_were(tmp_pa
         assert stat.S_IMODE(os.stat(tmp_path / "b").st_mode) == 0o640
     finally:
         os.umask(old)
+
+
+def test_moving_a_file_aside_never_replaces_one_and_moves_a_link_itself(tmp_path):
+    source, taken, fresh = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    source.write_text("measured")
+    taken.write_text("another's")
+    with pytest.raises(FileExistsError):
+        atomic.move_without_replacing(source, taken)
+    assert (source.read_text(), taken.read_text()) == ("measured", "another's")
+    atomic.move_without_replacing(source, fresh)
+    assert not source.exists() and fresh.read_text() == "measured"
+    link = tmp_path / "link.json"
+    link.symlink_to(fresh)
+    atomic.move_without_replacing(link, tmp_path / "moved.json")
+    assert (tmp_path / "moved.json").is_symlink() and not link.is_symlink() and fresh.read_text() == "measured"

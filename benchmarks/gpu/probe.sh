@@ -73,12 +73,13 @@ for p in $phases; do
                --format csv -o "$L/compile.csv" ;;
     launcher) run launcher_gpus 120 $V sweep --model vit-ti/16,resnet18 --batch-size 8 --stages analytic,measured \
                 --device cuda --launcher gpus --out /tmp/sweep-gpus --runs 1 ;;
-    calibrate) run calibrate ${CALIBRATE_S:-180} $V calibrate --device cuda --save "$L/gpu_calibration.json" --format json \
+    calibrate) touch "$LOGS/calibrate.start"
+               run calibrate ${CALIBRATE_S:-180} $V calibrate --device cuda --save "$L/gpu_calibration.json" --format json \
                  -o "$L/calibrate_summary.json"
                # a refused fit keeps its measured step times beside the cache entry, and one stopped by the
-               # phase's time limit those it measured (*.measuring.json): bring them back
-               cp "$VITBENCH_CACHE_DIR"/calibrations/*.refused-*.json "$VITBENCH_CACHE_DIR"/calibrations/*.measuring.json \
-                 "$L/" 2>/dev/null ;;
+               # phase's time limit those it measured (*.measuring.json): bring back this call's
+               find "$VITBENCH_CACHE_DIR/calibrations" -maxdepth 1 -type f \( -name '*.refused-*.json' -o -name '*.measuring.json' \) \
+                 -newer "$LOGS/calibrate.start" -exec cp {} "$L/" \; 2>/dev/null ;;
     predict) if [ -f "$CAL" ]; then cal=(--calibration "$CAL"); else cal=(); echo "    predict: no calibration at $CAL: the published fit only"; fi
              run predict_vs_profile ${PREDICT_S:-150} python3 benchmarks/gpu/predict_vs_profile.py ${cal[@]+"${cal[@]}"} \
                --min-run-time ${PREDICT_MIN_RUN_TIME:-0.3} --out "$L/predict_vs_profile.csv" ;;

@@ -200,9 +200,11 @@ def _main(argv: list[str] | None) -> int:
 def internal_error(exc: BaseException) -> int:
     """Exit code 3 for vitbench's own exception: one line naming it, and under
     ``VITBENCH_DEBUG=1`` its whole traceback first, on standard error."""
+    # a note added on the way up (what was kept despite the fault: calibrate_gpu's steps) is part of the line
+    notes = "".join(f"; {' '.join(str(note).split())}" for note in getattr(exc, "__notes__", ()))
     if os.environ.get("VITBENCH_DEBUG"):
         sys.stderr.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-        error(f"internal error: {exc.__class__.__name__}: {exc}")
+        error(f"internal error: {exc.__class__.__name__}: {exc}{notes}")
     else:
-        error(f"internal error: {exc.__class__.__name__}: {exc} (set VITBENCH_DEBUG=1 for a traceback)")
+        error(f"internal error: {exc.__class__.__name__}: {exc}{notes} (set VITBENCH_DEBUG=1 for a traceback)")
     return 3

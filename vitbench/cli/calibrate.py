@@ -208,4 +208,7 @@ def _keep_measurements(refused: CalibrationRefused) -> str:
             path = _fallback(measurements_json(refused), "vitbench-gpu-measurements-")
     if path is None:
         return f"its {len(refused.measured)} measured step times could not be written anywhere"
+    if path.name.endswith(".measuring.json"):  # where a refused fit's own file could not be written
+        return (f"its {len(refused.measured)} measured step times are kept in {str(path)!r}, which the next "
+                "calibration fits again (--fresh measures them again)")
     return f"its {len(refused.measured)} measured step times are kept in {str(path)!r}"

@@ -47,6 +47,15 @@ def write_atomic(
     fsync_dir(path.parent)
 
 
+def move_without_replacing(source: str | os.PathLike, target: str | os.PathLike) -> None:
+    """Give ``source`` the name ``target`` (in the same folder), never replacing a file of that
+    name: a hard link (FileExistsError when ``target`` exists; a symlink is linked, not followed),
+    then the old name removed and the folder fsynced."""
+    os.link(source, target, follow_symlinks=False)
+    os.unlink(source)
+    fsync_dir(Path(target).parent)
+
+
 def write_all(fd: int, data: bytes) -> None:
     """Write every byte of ``data`` to ``fd`` (``os.write`` may write only part of it)."""
     view = memoryview(data)

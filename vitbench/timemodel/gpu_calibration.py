@@ -273,7 +273,7 @@ def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_ti
     started = time.time()
     start = profile_for(spec)
     progress_file = Path(progress) if progress is not None else progress_path(name, torch.__version__)
-    earlier = earlier_steps(progress_file, name, torch.__version__, min_run_time_s, say) if resume else {}
+    earlier = earlier_steps(progress_file, name, torch.__version__, min_run_time_s, say, resume)
     observations, kept = [], []
     keeping = True  # the progress file holds every configuration in ``kept``
     for index, (model, mode, batch, precision) in enumerate(suite):
@@ -301,8 +301,7 @@ def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_ti
         observations.append(observation(model, mode, batch, precision, seconds, start.priced_spec))
     fitted = _fit_keeping(observations, start, (spec.key, name, torch.__version__), kept,
                           progress_file if keeping else None, say)
-    remove(progress_file)
-    return GpuCalibration(
+    calibration = GpuCalibration(
         device=spec.key, device_name=name, torch=torch.__version__, vitbench=__version__, params=asdict(fitted.params),
         start_from=start.params_from,
         observations=[dict(**measured, fitted_s=f, held_out=True, held_out_s=h)
@@ -312,6 +311,8 @@ def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_ti
         holdout_error_p90=fitted.holdout_error_p90, prior_holdout_error_median=fitted.prior_holdout_error_median,
         prior_weight=fitted.prior_weight, rates=start.rates, light_dispatch=start.light_dispatch, created=started,
         seconds=time.time() - started)
+    remove(progress_file)  # the calibration holds every step now
+    return calibration
 
 
 def _fit_keeping(observations: list[Any], start: Any, card: tuple[str, str, str], kept: list[dict[str, Any]],
@@ -335,11 +336,12 @@ def _fit_keeping(observations: list[Any], start: Any, card: tuple[str, str, str]
         raise error from None
     except Exception as exc:
         if progress_file is not None and kept:
-            note = (f"vitbench: calibrate: the {len(kept)} measured step times are kept in {str(progress_file)!r}; "
+            note = (f"the {len(kept)} measured step times are kept in {str(progress_file)!r}; "
                     "the next calibration resumes from them")
-            say(note)
-            if hasattr(exc, "add_note"):
+            if hasattr(exc, "add_note"):  # Python 3.11+: the CLI's one line ends with it
                 exc.add_note(note)
+            else:
+                say(note)
         raise
 
 

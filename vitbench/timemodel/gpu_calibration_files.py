@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from vitbench import input_files
 from vitbench.errors import shown
 from vitbench.input_files import load_json, read_input_text
 from vitbench.results import atomic_write_text
+from vitbench.store.atomic import move_without_replacing
 from vitbench.timemodel.calibration.cache import cache_dir, file_safe
 from vitbench.timemodel.calibration.schema import CalibrationError
 from vitbench.version import __version__
@@ -71,7 +73,7 @@ def measurements_document(device: str, device_name: str, torch_version: str, mea
 
 
 def measurements_json(refused: CalibrationRefused) -> str:
-    """``refused``'s measured step times as JSON (:func:`_measurements_document`) with the reason."""
+    """``refused``'s measured step times as JSON (:func:`measurements_document`) with the reason."""
     return measurements_document(refused.device, refused.device_name, refused.torch_version, refused.measured,
                                   refused=str(refused))
 
@@ -86,7 +88,7 @@ def resumable(path: str | os.PathLike, device_name: str, torch_version: str,
     file), keyed (model, mode, batch, precision): step seconds. :class:`CalibrationError` when
     the file is not one this calibration may resume (damaged, another card, torch or vitbench
     release, another run time per configuration): it would price the card with another's steps."""
-    where = f"{path}"
+    where = repr(str(path))
     text = read_input_text(path, f"cannot read {where}", max_bytes=input_files.MAX_CALIBRATION_BYTES, error=CalibrationError)
     data = load_json(text, where, error=CalibrationError)
     if not isinstance(data, dict) or data.get("kind") != MEASUREMENTS_KIND or "refused" in data:
@@ -119,16 +121,48 @@ def save_measurements(refused: CalibrationRefused, path: str | os.PathLike | Non
 
 
 def earlier_steps(progress_file: Path, device_name: str, torch_version: str, min_run_time_s: float,
-                   say: Callable[[str], None]) -> dict[tuple[str, str, int, str], float]:
+                  say: Callable[[str], None], resume: bool = True) -> dict[tuple[str, str, int, str], float]:
     """The steps an earlier calibration stopped part-way kept in ``progress_file`` that this one
-    may take (:func:`resumable`); none, said in one line, when it may take none."""
-    if not (progress_file.exists() or progress_file.is_symlink()):
-        return {}
+    may take (:func:`resumable`). A file it does not take (not a regular file, not resumable, or
+    ``resume`` False) is set aside under a new name, so that this calibration's steps do not
+    replace it; each of these said in one line."""
     try:
-        return resumable(progress_file, device_name, torch_version, min_run_time_s)
-    except CalibrationError as exc:
-        say(f"not resumed from an earlier calibration's measurements ({exc}): every configuration is measured")
+        status = os.lstat(progress_file)
+    except FileNotFoundError:
         return {}
+    except OSError as exc:
+        say(f"cannot look for an earlier calibration's measurements in {str(progress_file)!r} "
+            f"({exc.strerror or type(exc).__name__}): every configuration is measured")
+        return {}
+    if not resume:
+        say(f"an earlier calibration's measurements are not resumed (fresh){_set_aside(progress_file)}")
+        return {}
+    if not stat.S_ISREG(status.st_mode):
+        reason = f"{str(progress_file)!r}: not a regular file"
+    else:
+        try:
+            return resumable(progress_file, device_name, torch_version, min_run_time_s)
+        except CalibrationError as exc:
+            reason = str(exc)
+    say(f"not resumed from an earlier calibration's measurements ({reason}): every configuration is measured"
+        f"{_set_aside(progress_file)}")
+    return {}
+
+
+def _set_aside(path: Path) -> str:
+    """Give ``path`` a name of its own beside it (``<name>.set-aside-<time>.json``, never an
+    existing file's); the end of the line that says so."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    for attempt in range(100):
+        target = path.with_suffix(f".set-aside-{stamp}{f'-{attempt}' if attempt else ''}.json")
+        try:
+            move_without_replacing(path, target)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            return f"; it could not be set aside ({exc.strerror or type(exc).__name__}) and will be replaced"
+        return f"; it is set aside as {str(target)!r}"
+    return "; it could not be set aside (too many set aside this second) and will be replaced"
 
 
 def remove(path: Path) -> None:
