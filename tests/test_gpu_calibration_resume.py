@@ -71,6 +71,22 @@ def _write_progress(rows: list[tuple[str, float]], **changed) -> Path:
     return path
 
 
+def _calibrate_cli(monkeypatch, capsys, fit_on_card) -> tuple[int, str]:
+    """`vitbench calibrate --device cuda --quiet` on SUITE with ``fit_on_card`` standing in for
+    the fit: its exit code and standard error."""
+    from vitbench.cli import main
+    from vitbench.timemodel import gpu_calibration
+
+    monkeypatch.setattr(gpu_calibration, "fit_on_card", fit_on_card)
+    monkeypatch.setattr(gpu_calibration.calibrate_gpu, "__defaults__", (SUITE, 0.3, None, None, True))
+    code = main(["calibrate", "--device", "cuda", "--quiet"])
+    return code, capsys.readouterr().err
+
+
+def _refuse(observations, start):
+    raise CalibrationError("the fit predicts its 4 configurations no better")
+
+
 KILLED = textwrap.dedent("""
     import sys, time
     import torch
@@ -270,22 +286,14 @@ def test_the_cli_names_the_file_a_refused_calibration_kept(card, monkeypatch, ca
     steps in; the progress file is gone, and the next calibration measures afresh."""
     import re
 
-    from vitbench.cli import main
-    from vitbench.timemodel import gpu_calibration
-
-    def refuse(observations, start):
-        raise CalibrationError("the fit predicts its 4 configurations no better")
-
-    monkeypatch.setattr(gpu_calibration, "fit_on_card", refuse)
-    monkeypatch.setattr(gpu_calibration.calibrate_gpu, "__defaults__", (SUITE, 0.3, None, None, True))
-    assert main(["calibrate", "--device", "cuda", "--quiet"]) == 2
-    err = capsys.readouterr().err
+    code, err = _calibrate_cli(monkeypatch, capsys, _refuse)
+    assert code == 2
     kept = re.fullmatch(r"vitbench: error: the fit predicts its 4 configurations no better; its 4 measured step times "
                         r"are kept in '(.+\.refused-\d{8}T\d{6}\.json)'\n", err)
     assert kept, err
     assert Path(kept.group(1)).parent == tmp_path / "cache" / "calibrations" and not _progress().exists()
     card.clear()
-    assert main(["calibrate", "--device", "cuda", "--quiet"]) == 2
+    assert _calibrate_cli(monkeypatch, capsys, _refuse)[0] == 2
     assert card == ["a", "b", "c", "d"]
 
 
@@ -308,21 +316,14 @@ def test_the_progress_file_is_beside_the_cards_cache_entry(monkeypatch, tmp_path
 def test_a_refused_calibration_whose_file_cannot_be_written_names_the_progress_file(card, monkeypatch, capsys):
     """The refused steps' own file cannot be written (a full disk): the one line names the
     progress file, which holds them, and says the next calibration fits them again."""
-    from vitbench.cli import main
     from vitbench.errors import OutputFileError
     from vitbench.timemodel import gpu_calibration
-
-    def refuse(observations, start):
-        raise CalibrationError("the fit predicts its 4 configurations no better")
 
     def full(refused, path=None):
         raise OutputFileError("file='x': cannot be written (No space left on device)")
 
-    monkeypatch.setattr(gpu_calibration, "fit_on_card", refuse)
     monkeypatch.setattr(gpu_calibration, "save_measurements", full)
-    monkeypatch.setattr(gpu_calibration.calibrate_gpu, "__defaults__", (SUITE, 0.3, None, None, True))
-    assert main(["calibrate", "--device", "cuda", "--quiet"]) == 2
-    assert capsys.readouterr().err == (
+    assert _calibrate_cli(monkeypatch, capsys, _refuse) == (2,
         f"vitbench: error: the fit predicts its 4 configurations no better; its 4 measured step times are kept in "
         f"{str(_progress())!r}, which the next calibration fits again (--fresh measures them again)\n")
     assert [r["model"] for r in json.loads(_progress().read_text())["observations"]] == ["a", "b", "c", "d"]
@@ -332,16 +333,10 @@ def test_a_refused_calibration_whose_file_cannot_be_written_names_the_progress_f
 def test_a_fault_in_the_fit_is_one_line_that_says_where_the_steps_are(card, monkeypatch, capsys):
     """vitbench's own bug in the fit: exit 3, one line naming the exception and the file that
     keeps the measured steps (the traceback under VITBENCH_DEBUG=1)."""
-    from vitbench.cli import main
-    from vitbench.timemodel import gpu_calibration
-
     def broken(observations, start):
         raise ZeroDivisionError("a bug in the fit")
 
     monkeypatch.delenv("VITBENCH_DEBUG", raising=False)
-    monkeypatch.setattr(gpu_calibration, "fit_on_card", broken)
-    monkeypatch.setattr(gpu_calibration.calibrate_gpu, "__defaults__", (SUITE, 0.3, None, None, True))
-    assert main(["calibrate", "--device", "cuda", "--quiet"]) == 3
-    assert capsys.readouterr().err == (
+    assert _calibrate_cli(monkeypatch, capsys, broken) == (3,
         f"vitbench: error: internal error: ZeroDivisionError: a bug in the fit; the 4 measured step times are kept in "
         f"{str(_progress())!r}; the next calibration resumes from them (set VITBENCH_DEBUG=1 for a traceback)\n")
