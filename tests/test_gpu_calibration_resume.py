@@ -78,7 +78,7 @@ def _calibrate_cli(monkeypatch, capsys, fit_on_card) -> tuple[int, str]:
     from vitbench.timemodel import gpu_calibration
 
     monkeypatch.setattr(gpu_calibration, "fit_on_card", fit_on_card)
-    monkeypatch.setattr(gpu_calibration.calibrate_gpu, "__defaults__", (SUITE, 0.3, None, None, True))
+    monkeypatch.setattr(gpu_calibration.calibrate_gpu, "__defaults__", (SUITE, 0.3, None, True))
     code = main(["calibrate", "--device", "cuda", "--quiet"])
     return code, capsys.readouterr().err
 

@@ -84,7 +84,7 @@ def main() -> int:
                         ("them alone (in sample)", judged)):
         params, hosts, _, light = fit_all(steps)
         errors = [abs(e) for e in errors_of(judged, hosts, params, light)]
-        lines.append(f"  fitted on {name}: {band(errors)}; at a bound: {at_bounds(params, fixed[:3]) or 'none'}")
+        lines.append(f"  fitted on {name}: {band(errors)}; at a bound: {at_bounds(params, fixed) or 'none'}")
     print("\n".join(lines))
     return 0
 

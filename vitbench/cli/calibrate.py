@@ -198,9 +198,9 @@ def _keep_measurements(refused: CalibrationRefused) -> str:
     """Where a refused GPU calibration's step times were kept (beside the cache entry, else a new
     file in the temporary folder), as the end of its one line."""
     from vitbench.errors import OutputFileError
-    from vitbench.timemodel.gpu_calibration import measurements_json, save_measurements
+    from vitbench.timemodel.gpu_calibration import measurements_json, progress_path, save_measurements
 
-    path: Path | None = getattr(refused, "path", None)
+    path = refused.path
     if path is None:
         try:
             path = save_measurements(refused)
@@ -208,7 +208,7 @@ def _keep_measurements(refused: CalibrationRefused) -> str:
             path = _fallback(measurements_json(refused), "vitbench-gpu-measurements-")
     if path is None:
         return f"its {len(refused.measured)} measured step times could not be written anywhere"
-    if path.name.endswith(".measuring.json"):  # where a refused fit's own file could not be written
+    if path == progress_path(refused.device_name, refused.torch_version):  # the refused fit's own file could not be written
         return (f"its {len(refused.measured)} measured step times are kept in {str(path)!r}, which the next "
                 "calibration fits again (--fresh measures them again)")
     return f"its {len(refused.measured)} measured step times are kept in {str(path)!r}"

@@ -250,11 +250,10 @@ def observation(model: str, mode: str, batch: int, precision: str, measured_s: f
 
 
 def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_time_s: float = 0.3,
-                  on_progress: Callable[[str], None] | None = None, progress: str | os.PathLike | None = None,
-                  resume: bool = True) -> GpuCalibration:
+                  on_progress: Callable[[str], None] | None = None, resume: bool = True) -> GpuCalibration:
     """Measure ``suite`` on this machine's CUDA device, fit the cost model's parameters to it.
 
-    Each configuration is written to ``progress`` (default :func:`progress_path`) as soon as it
+    Each configuration is written to the card's progress file (:func:`progress_path`) as soon as it
     is measured; with ``resume`` (the default) those a calibration stopped part-way measured
     with the same card, torch, vitbench and ``min_run_time_s`` are read back (:func:`resumable`)
     and not measured again. A finished calibration removes the file. A fit that is refused
@@ -272,7 +271,7 @@ def calibrate_gpu(suite: Sequence[tuple[str, str, int, str]] = SUITE, min_run_ti
     say = on_progress or (lambda line: None)
     started = time.time()
     start = profile_for(spec)
-    progress_file = Path(progress) if progress is not None else progress_path(name, torch.__version__)
+    progress_file = progress_path(name, torch.__version__)
     earlier = earlier_steps(progress_file, name, torch.__version__, min_run_time_s, say, resume)
     observations, kept = [], []
     keeping = True  # the progress file holds every configuration in ``kept``
